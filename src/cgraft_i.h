@@ -1,0 +1,221 @@
+/* Internal interface of cgraft: the API list, the table of real entry points,
+ * the normalised op, and the entry points of the engine that shim/ calls. */
+#ifndef CGRAFT_I_H
+#define CGRAFT_I_H
+
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <cuda_runtime_api.h>
+
+#define CG_HIDDEN __attribute__((visibility("hidden")))
+#define cg_likely(x) __builtin_expect(!!(x), 1)
+#define cg_unlikely(x) __builtin_expect(!!(x), 0)
+#define CG_TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* ---- the API list ---------------------------------------------------- */
+enum cg_api {
+#define CG_RT(kind, name, family, pt, params, args) CG_API_##name,
+#include "cuda_api.def"
+#undef CG_RT
+	CG_API_COUNT
+};
+
+struct cg_real_table {
+#define CG_RT(kind, name, family, pt, params, args) cudaError_t (*name) params;
+#include "cuda_api.def"
+#undef CG_RT
+};
+
+extern struct cg_real_table cg_real CG_HIDDEN;
+extern const char *const cg_api_names[CG_API_COUNT] CG_HIDDEN;
+/* Finds the real entry points; 0 when the runtime was found, -ENOENT if not. */
+int cg_resolve(void) CG_HIDDEN;
+extern atomic_int cg_resolved CG_HIDDEN;
+
+/* Depth of cgraft's own calls into CUDA on this thread: work cgraft submits
+ * itself (graph launches, flushed ops) must not be seen as program work. */
+extern CG_TLS int cg_busy CG_HIDDEN;
+
+/* ---- options ---------------------------------------------------------- */
+struct cg_options {
+	int enable;
+	int log_level;
+	const char *stats_path;
+	int report;
+	long min_repeats;
+	long warmup;
+	long window_lo, window_hi;
+	long min_ops;
+	long max_graphs;
+	long max_segment_ops;
+	long max_variants;
+};
+extern struct cg_options cg_opt CG_HIDDEN;
+/* Reads CGRAFT_* once; returns 0, or -EINVAL after printing what was wrong
+ * (cgraft then runs in pass-through). */
+int cg_options_load(void) CG_HIDDEN;
+void cg_options_describe(FILE *f) CG_HIDDEN;
+
+/* ---- log -------------------------------------------------------------- */
+enum cg_level { CG_LOG_ERROR, CG_LOG_WARN, CG_LOG_INFO, CG_LOG_DEBUG };
+/* Whose fault a message reports. */
+enum cg_fault { CG_FAULT_NONE, CG_FAULT_PROGRAM, CG_FAULT_CGRAFT, CG_FAULT_DRIVER };
+void cg_log(enum cg_level level, enum cg_fault fault, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4))) CG_HIDDEN;
+/* A message from one call site is printed at most CG_LOG_REPEATS times. */
+#define CG_LOG_REPEATS 5
+#define cg_log_capped(level, fault, ...)                                        \
+	do {                                                                    \
+		static atomic_int cg_log_seen_;                                 \
+		int n_ = atomic_fetch_add_explicit(&cg_log_seen_, 1,            \
+						   memory_order_relaxed);        \
+		if (n_ < CG_LOG_REPEATS)                                        \
+			cg_log(level, fault, __VA_ARGS__);                      \
+	} while (0)
+#define cg_debug(...)                                                           \
+	do {                                                                    \
+		if (cg_unlikely(cg_opt.log_level >= CG_LOG_DEBUG))              \
+			cg_log(CG_LOG_DEBUG, CG_FAULT_NONE, __VA_ARGS__);       \
+	} while (0)
+
+/* ---- stats ------------------------------------------------------------ */
+enum cg_reason {
+	CG_WHY_UNSUPPORTED_API,   /* an entry point cgraft does not model */
+	CG_WHY_LAUNCH_ATTRIBUTE,  /* launch attributes a graph node cannot carry */
+	CG_WHY_PARAM_INFO,        /* kernel parameter layout unknown */
+	CG_WHY_MEMCPY_KIND,       /* copy cgraft cannot put in a node */
+	CG_WHY_EVENT_FLAGS,       /* external event record or wait */
+	CG_WHY_CAPTURE,           /* the program's own stream capture */
+	CG_WHY_THREADS,           /* work from another host thread */
+	CG_WHY_DEVICE,            /* another device */
+	CG_WHY_PER_THREAD_STREAM, /* per-thread stream with several host threads */
+	CG_WHY_BUILD_FAILED,      /* graph construction or instantiation failed */
+	CG_WHY_LAUNCH_FAILED,     /* graph launch or update failed */
+	CG_WHY_BACKOFF_DIVERGE,   /* shape kept diverging */
+	CG_WHY_BACKOFF_SLOW,      /* replay did not save host time */
+	CG_WHY_BACKOFF_NOREPEAT,  /* the op stream did not repeat */
+	CG_WHY_DRIVER_CALL,       /* driver-level work outside a runtime call */
+	CG_WHY_COUNT
+};
+struct cg_stats {
+	atomic_ullong calls[CG_API_COUNT];
+	atomic_ullong segments, graphs_built, graph_launches, ops_total,
+		ops_replayed, divergences, node_updates, variants;
+	atomic_ullong fallbacks[CG_WHY_COUNT];
+	atomic_ullong record_ns, instantiate_ns, backoffs;
+};
+extern struct cg_stats cg_stats CG_HIDDEN;
+extern const char *const cg_reason_names[CG_WHY_COUNT] CG_HIDDEN;
+#define cg_stat_add(field, n) atomic_fetch_add_explicit(&cg_stats.field, (n), memory_order_relaxed)
+static inline void cg_count_call(enum cg_api api)
+{
+	atomic_fetch_add_explicit(&cg_stats.calls[api], 1, memory_order_relaxed);
+}
+static inline void cg_count_fallback(enum cg_reason why)
+{
+	atomic_fetch_add_explicit(&cg_stats.fallbacks[why], 1, memory_order_relaxed);
+}
+/* Writes the JSON object to f. */
+void cg_stats_write_json(FILE *f) CG_HIDDEN;
+void cg_stats_write_report(FILE *f) CG_HIDDEN;
+/* Expands %p in a CGRAFT_STATS path; returns 0 or -ENAMETOOLONG. */
+int cg_stats_expand_path(const char *pattern, long pid, char *out, size_t size) CG_HIDDEN;
+
+/* ---- ops -------------------------------------------------------------- */
+enum cg_op_kind { CG_OP_KERNEL, CG_OP_MEMCPY, CG_OP_MEMSET, CG_OP_HOST, CG_OP_RECORD, CG_OP_WAIT };
+
+/* Stream handles as given: NULL is made explicit (cudaStreamLegacy or
+ * cudaStreamPerThread) so that a deferred op can be submitted again through
+ * the plain entry point. */
+struct cg_op {
+	uint8_t kind;
+	uint8_t api_pt;        /* came in through a _ptsz entry point */
+	uint8_t unrecorded;    /* passes through without being recorded */
+	uint16_t api;          /* enum cg_api it came in through */
+	uint32_t nbytes;       /* parameter bytes (kernels) */
+	cudaStream_t stream;
+	union {
+		struct {
+			const void *func;
+			dim3 grid, block;
+			size_t shmem;
+			void **args;        /* the caller's, valid during the call */
+			const uint8_t *params; /* cgraft's copy, packed */
+			const struct cg_kinfo *ki;
+		} k;
+		struct {
+			void *dst;
+			const void *src;
+			size_t count;
+			enum cudaMemcpyKind kind; /* resolved: never Default */
+			uint8_t src_pageable;
+		} cp;
+		struct {
+			void *dst;
+			int value;
+			size_t count;
+		} ms;
+		struct {
+			cudaHostFn_t fn;
+			void *data;
+		} host;
+		struct {
+			cudaEvent_t event;
+		} ev;
+	} u;
+};
+
+/* Kernel parameter layout, learnt once per function handle. */
+struct cg_kinfo {
+	const void *func;
+	uint32_t nparams;
+	uint32_t total;          /* packed bytes */
+	uint32_t *size;          /* per parameter */
+};
+/* Returns the layout of func, or NULL when it cannot be learnt safely. */
+const struct cg_kinfo *cg_kinfo_get(const void *func) CG_HIDDEN;
+
+/* Normalisers, one per modelled family: 0 with op filled, or a negative
+ * errno with *why set when the call cannot be modelled. */
+#define CG_OPFROM(family, ...) \
+	int cg_op_from_##family(struct cg_op *op, int pt, enum cg_reason *why, __VA_ARGS__) CG_HIDDEN
+CG_OPFROM(cudaLaunchKernel, const void *func, dim3 grid, dim3 block, void **args, size_t shmem, cudaStream_t s);
+CG_OPFROM(cudaLaunchKernelExC, const cudaLaunchConfig_t *config, const void *func, void **args);
+CG_OPFROM(cudaMemcpyAsync, void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t s);
+CG_OPFROM(cudaMemsetAsync, void *dst, int value, size_t count, cudaStream_t s);
+CG_OPFROM(cudaEventRecord, cudaEvent_t event, cudaStream_t s);
+CG_OPFROM(cudaEventRecordWithFlags, cudaEvent_t event, cudaStream_t s, unsigned int flags);
+CG_OPFROM(cudaStreamWaitEvent, cudaStream_t s, cudaEvent_t event, unsigned int flags);
+CG_OPFROM(cudaLaunchHostFunc, cudaStream_t s, cudaHostFn_t fn, void *data);
+
+/* Submits an op through the real runtime, in the form it was recorded in
+ * (params from cgraft's copy). Returns the runtime's status. */
+int cg_op_submit(const struct cg_op *op) CG_HIDDEN;
+/* Shape: everything that must be equal for two ops to share a graph node. */
+int cg_op_same_shape(const struct cg_op *a, const struct cg_op *b) CG_HIDDEN;
+uint64_t cg_op_shape_hash(const struct cg_op *op) CG_HIDDEN;
+/* Values: what a node update can change (parameters, addresses). */
+int cg_op_same_values(const struct cg_op *a, const struct cg_op *b) CG_HIDDEN;
+
+/* ---- engine ----------------------------------------------------------- */
+enum { CG_EAGER = 0, CG_DEFERRED = 1 };
+extern int cg_engine_on CG_HIDDEN;
+void cg_init(void) CG_HIDDEN;
+/* An op arrives. Returns CG_DEFERRED (the call returns success now), or
+ * CG_EAGER: the caller submits it and reports with cg_engine_submitted(). */
+int cg_engine_submit(struct cg_op *op) CG_HIDDEN;
+void cg_engine_submitted(struct cg_op *op, int status) CG_HIDDEN;
+/* A call after which the host may observe device state, or that enqueues
+ * work cgraft does not model: deferred work goes out first. */
+void cg_engine_boundary(enum cg_api api, enum cg_reason why, int unsupported) CG_HIDDEN;
+/* Specials. */
+#define CG_SPECIAL(family, ...) cudaError_t cg_special_##family(enum cg_api api, int pt, __VA_ARGS__) CG_HIDDEN
+CG_SPECIAL(cudaStreamBeginCapture, cudaStream_t stream, enum cudaStreamCaptureMode mode);
+CG_SPECIAL(cudaStreamEndCapture, cudaStream_t stream, cudaGraph_t *pGraph);
+CG_SPECIAL(cudaStreamDestroy, cudaStream_t stream);
+CG_SPECIAL(cudaEventDestroy, cudaEvent_t event);
+CG_SPECIAL(cudaSetDevice, int device);
+
+#endif

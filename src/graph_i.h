@@ -1,0 +1,36 @@
+/* Templates: built graphs of segment shapes, their instantiated variants,
+ * and how a deferred segment is launched through them. Called under the
+ * engine lock. */
+#ifndef CGRAFT_GRAPH_I_H
+#define CGRAFT_GRAPH_I_H
+
+#include "cgraft_i.h"
+
+struct cg_tmpl;
+
+uint64_t cg_segno(void) CG_HIDDEN;
+void cg_capture_stand_aside(int on) CG_HIDDEN;
+
+/* Counts a recorded shape; returns how often it has been seen. */
+int cg_seen_note(const uint64_t *shape, size_t n, uint64_t eager_ns) CG_HIDDEN;
+/* Builds and instantiates a template from recorded ops. */
+void cg_tmpl_build(const uint64_t *shape, const struct cg_op *ops, size_t n, uint64_t eager_ns) CG_HIDDEN;
+struct cg_tmpl *cg_tmpl_lookup(const uint64_t *shape, const struct cg_op *ops, size_t n) CG_HIDDEN;
+int cg_tmpl_any(void) CG_HIDDEN;
+void cg_tmpl_note_eager(struct cg_tmpl *t, uint64_t ns) CG_HIDDEN;
+void cg_tmpl_note_divergence(struct cg_tmpl *t) CG_HIDDEN;
+
+/* Templates whose first op has op's shape and that may be replayed now. */
+int cg_tmpl_candidates(uint64_t shape, const struct cg_op *op, struct cg_tmpl **out, int max) CG_HIDDEN;
+size_t cg_tmpl_nops(const struct cg_tmpl *t) CG_HIDDEN;
+int cg_tmpl_op_matches(const struct cg_tmpl *t, size_t pos, uint64_t shape, const struct cg_op *op) CG_HIDDEN;
+const char *cg_tmpl_describe_mismatch(struct cg_tmpl *const *cand, int ncand, size_t pos,
+				      const struct cg_op *op) CG_HIDDEN;
+
+/* Launches t for the deferred ops: 0, or a negative errno when nothing was
+ * launched (the caller submits the ops eagerly). */
+int cg_tmpl_launch(struct cg_tmpl *t, const struct cg_op *ops, size_t n, uint64_t t_first) CG_HIDDEN;
+/* A stream or event is destroyed: templates naming it go. */
+void cg_tmpl_forget_handle(cudaStream_t s, cudaEvent_t e) CG_HIDDEN;
+
+#endif

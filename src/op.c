@@ -1,0 +1,360 @@
+/* Normalising intercepted calls into ops: stream handles made explicit, kernel
+ * parameter layout, copy kinds resolved; and submitting an op again eagerly. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cgraft_i.h"
+
+/* ---- kernel parameter layout ----------------------------------------- */
+#define CG_KINFO_SLOTS 4096 /* power of two; open addressing */
+static struct cg_kinfo *cg_kinfo_tab[CG_KINFO_SLOTS];
+static pthread_mutex_t cg_kinfo_lock = PTHREAD_MUTEX_INITIALIZER;
+#define CG_MAX_PARAMS 1024
+
+static size_t cg_ptr_slot(const void *p)
+{
+	uint64_t h = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull;
+	return (size_t)(h >> 52) & (CG_KINFO_SLOTS - 1);
+}
+
+/* Asks the runtime for each parameter's size until it says there is none.
+ * A failed query sets the runtime's sticky last error, which the program may
+ * read (PyTorch does after every launch): learn only when none is pending,
+ * and clear what the probe left. */
+static struct cg_kinfo *cg_kinfo_learn(const void *func)
+{
+	if (!cg_real.cudaFuncGetParamInfo || !cg_real.cudaPeekAtLastError || !cg_real.cudaGetLastError)
+		return NULL;
+	cg_busy++;
+	struct cg_kinfo *ki = NULL;
+	if (cg_real.cudaPeekAtLastError() != cudaSuccess)
+		goto out;
+	uint32_t sizes[CG_MAX_PARAMS];
+	uint32_t n = 0, total = 0;
+	for (;; n++) {
+		size_t off, size;
+		if (n == CG_MAX_PARAMS)
+			goto out_clear;
+		if (cg_real.cudaFuncGetParamInfo(func, n, &off, &size) != cudaSuccess)
+			break;
+		sizes[n] = (uint32_t)size;
+		total += (uint32_t)size;
+	}
+	ki = calloc(1, sizeof *ki + n * sizeof(uint32_t));
+	if (!ki)
+		goto out_clear;
+	ki->func = func;
+	ki->nparams = n;
+	ki->total = total;
+	ki->size = (uint32_t *)(ki + 1);
+	memcpy(ki->size, sizes, n * sizeof(uint32_t));
+out_clear:
+	cg_real.cudaGetLastError();
+out:
+	cg_busy--;
+	return ki;
+}
+
+const struct cg_kinfo *cg_kinfo_get(const void *func)
+{
+	size_t i = cg_ptr_slot(func);
+	/* Entries are never removed: a lock-free read finds a published one. */
+	for (size_t probe = 0; probe < CG_KINFO_SLOTS; probe++, i = (i + 1) & (CG_KINFO_SLOTS - 1)) {
+		struct cg_kinfo *ki = __atomic_load_n(&cg_kinfo_tab[i], __ATOMIC_ACQUIRE);
+		if (!ki)
+			break;
+		if (ki->func == func)
+			return ki;
+	}
+	pthread_mutex_lock(&cg_kinfo_lock);
+	i = cg_ptr_slot(func);
+	size_t probe;
+	for (probe = 0; probe < CG_KINFO_SLOTS; probe++, i = (i + 1) & (CG_KINFO_SLOTS - 1)) {
+		if (!cg_kinfo_tab[i] || cg_kinfo_tab[i]->func == func)
+			break;
+	}
+	struct cg_kinfo *ki = probe < CG_KINFO_SLOTS ? cg_kinfo_tab[i] : NULL;
+	if (!ki && probe < CG_KINFO_SLOTS) {
+		ki = cg_kinfo_learn(func);
+		if (ki)
+			__atomic_store_n(&cg_kinfo_tab[i], ki, __ATOMIC_RELEASE);
+	}
+	pthread_mutex_unlock(&cg_kinfo_lock);
+	return ki;
+}
+
+/* ---- normalisers ------------------------------------------------------ */
+static cudaStream_t cg_stream_explicit(cudaStream_t s, int pt)
+{
+	if (s)
+		return s;
+	return pt ? cudaStreamPerThread : cudaStreamLegacy;
+}
+
+static void cg_op_init(struct cg_op *op, enum cg_op_kind kind, int pt, cudaStream_t s)
+{
+	op->kind = (uint8_t)kind;
+	op->api_pt = (uint8_t)pt;
+	op->unrecorded = 0;
+	op->nbytes = 0;
+	op->stream = cg_stream_explicit(s, pt);
+}
+
+int cg_op_from_cudaLaunchKernel(struct cg_op *op, int pt, enum cg_reason *why, const void *func,
+				dim3 grid, dim3 block, void **args, size_t shmem, cudaStream_t s)
+{
+	cg_op_init(op, CG_OP_KERNEL, pt, s);
+	op->u.k.func = func;
+	op->u.k.grid = grid;
+	op->u.k.block = block;
+	op->u.k.shmem = shmem;
+	op->u.k.args = args;
+	op->u.k.params = NULL;
+	op->u.k.ki = cg_kinfo_get(func);
+	if (!op->u.k.ki) {
+		*why = CG_WHY_PARAM_INFO;
+		return -ENOENT;
+	}
+	op->nbytes = op->u.k.ki->total;
+	return 0;
+}
+
+int cg_op_from_cudaLaunchKernelExC(struct cg_op *op, int pt, enum cg_reason *why,
+				   const cudaLaunchConfig_t *config, const void *func, void **args)
+{
+	if (!config)
+		return -EINVAL;
+	if (config->numAttrs) {
+		*why = CG_WHY_LAUNCH_ATTRIBUTE;
+		return -ENOTSUP;
+	}
+	return cg_op_from_cudaLaunchKernel(op, pt, why, func, config->gridDim, config->blockDim, args,
+					   config->dynamicSmemBytes, config->stream);
+}
+
+enum cg_mem { CG_MEM_DEVICE, CG_MEM_PINNED, CG_MEM_PAGEABLE, CG_MEM_UNKNOWN };
+
+static enum cg_mem cg_mem_type(const void *p)
+{
+	struct cudaPointerAttributes a;
+	if (!cg_real.cudaPointerGetAttributes)
+		return CG_MEM_UNKNOWN;
+	cg_busy++;
+	cudaError_t rc = cg_real.cudaPointerGetAttributes(&a, p);
+	if (rc != cudaSuccess)
+		cg_real.cudaGetLastError();
+	cg_busy--;
+	if (rc != cudaSuccess)
+		return CG_MEM_UNKNOWN;
+	switch (a.type) {
+	case cudaMemoryTypeDevice: return CG_MEM_DEVICE;
+	case cudaMemoryTypeHost: return CG_MEM_PINNED;
+	case cudaMemoryTypeUnregistered: return CG_MEM_PAGEABLE;
+	default: return CG_MEM_UNKNOWN; /* managed memory: leave it eager */
+	}
+}
+
+/* Pageable sources above this size stay eager: the snapshot is a host copy. */
+#define CG_SNAPSHOT_MAX (1u << 20)
+
+int cg_op_from_cudaMemcpyAsync(struct cg_op *op, int pt, enum cg_reason *why, void *dst,
+			       const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t s)
+{
+	cg_op_init(op, CG_OP_MEMCPY, pt, s);
+	op->u.cp.dst = dst;
+	op->u.cp.src = src;
+	op->u.cp.count = count;
+	op->u.cp.src_pageable = 0;
+	*why = CG_WHY_MEMCPY_KIND;
+	if (count == 0)
+		return -EINVAL;
+	enum cg_mem ms = cg_mem_type(src), md = cg_mem_type(dst);
+	if (ms == CG_MEM_UNKNOWN || md == CG_MEM_UNKNOWN)
+		return -ENOTSUP;
+	int src_host = ms != CG_MEM_DEVICE, dst_host = md != CG_MEM_DEVICE;
+	enum cudaMemcpyKind k = src_host ? (dst_host ? cudaMemcpyHostToHost : cudaMemcpyHostToDevice)
+					 : (dst_host ? cudaMemcpyDeviceToHost : cudaMemcpyDeviceToDevice);
+	if (kind != cudaMemcpyDefault && kind != k)
+		return -ENOTSUP; /* let the runtime judge a kind that disagrees */
+	/* Into pageable memory the copy is host-synchronous: a segment end. */
+	if (k == cudaMemcpyHostToHost || md == CG_MEM_PAGEABLE)
+		return -ENOTSUP;
+	if (ms == CG_MEM_PAGEABLE) {
+		if (count > CG_SNAPSHOT_MAX)
+			return -ENOTSUP;
+		op->u.cp.src_pageable = 1;
+	}
+	op->u.cp.kind = k;
+	return 0;
+}
+
+int cg_op_from_cudaMemsetAsync(struct cg_op *op, int pt, enum cg_reason *why, void *dst, int value,
+			       size_t count, cudaStream_t s)
+{
+	(void)why;
+	cg_op_init(op, CG_OP_MEMSET, pt, s);
+	op->u.ms.dst = dst;
+	op->u.ms.value = value;
+	op->u.ms.count = count;
+	return count ? 0 : -EINVAL;
+}
+
+int cg_op_from_cudaEventRecord(struct cg_op *op, int pt, enum cg_reason *why, cudaEvent_t event,
+			       cudaStream_t s)
+{
+	(void)why;
+	cg_op_init(op, CG_OP_RECORD, pt, s);
+	op->u.ev.event = event;
+	return event ? 0 : -EINVAL;
+}
+
+int cg_op_from_cudaEventRecordWithFlags(struct cg_op *op, int pt, enum cg_reason *why,
+					cudaEvent_t event, cudaStream_t s, unsigned int flags)
+{
+	if (flags != cudaEventRecordDefault) {
+		*why = CG_WHY_EVENT_FLAGS;
+		return -ENOTSUP;
+	}
+	return cg_op_from_cudaEventRecord(op, pt, why, event, s);
+}
+
+int cg_op_from_cudaStreamWaitEvent(struct cg_op *op, int pt, enum cg_reason *why, cudaStream_t s,
+				   cudaEvent_t event, unsigned int flags)
+{
+	cg_op_init(op, CG_OP_WAIT, pt, s);
+	op->u.ev.event = event;
+	if (flags != cudaEventWaitDefault) {
+		*why = CG_WHY_EVENT_FLAGS;
+		return -ENOTSUP;
+	}
+	return event ? 0 : -EINVAL;
+}
+
+int cg_op_from_cudaLaunchHostFunc(struct cg_op *op, int pt, enum cg_reason *why, cudaStream_t s,
+				  cudaHostFn_t fn, void *data)
+{
+	(void)why;
+	cg_op_init(op, CG_OP_HOST, pt, s);
+	op->u.host.fn = fn;
+	op->u.host.data = data;
+	return fn ? 0 : -EINVAL;
+}
+
+/* ---- eager submission ------------------------------------------------- */
+int cg_op_submit(const struct cg_op *op)
+{
+	cudaError_t rc = cudaErrorNotSupported;
+	cg_busy++;
+	switch (op->kind) {
+	case CG_OP_KERNEL: {
+		const struct cg_kinfo *ki = op->u.k.ki;
+		void *argv[CG_MAX_PARAMS];
+		const uint8_t *p = op->u.k.params;
+		for (uint32_t i = 0; i < ki->nparams; i++) {
+			argv[i] = (void *)p;
+			p += ki->size[i];
+		}
+		rc = cg_real.cudaLaunchKernel(op->u.k.func, op->u.k.grid, op->u.k.block, argv,
+					      op->u.k.shmem, op->stream);
+		break;
+	}
+	case CG_OP_MEMCPY:
+		rc = cg_real.cudaMemcpyAsync(op->u.cp.dst, op->u.cp.src, op->u.cp.count, op->u.cp.kind,
+					     op->stream);
+		break;
+	case CG_OP_MEMSET:
+		rc = cg_real.cudaMemsetAsync(op->u.ms.dst, op->u.ms.value, op->u.ms.count, op->stream);
+		break;
+	case CG_OP_HOST:
+		rc = cg_real.cudaLaunchHostFunc(op->stream, op->u.host.fn, op->u.host.data);
+		break;
+	case CG_OP_RECORD:
+		rc = cg_real.cudaEventRecord(op->u.ev.event, op->stream);
+		break;
+	case CG_OP_WAIT:
+		rc = cg_real.cudaStreamWaitEvent(op->stream, op->u.ev.event, 0);
+		break;
+	}
+	cg_busy--;
+	return (int)rc;
+}
+
+/* ---- shape and values ------------------------------------------------- */
+static int cg_dim3_eq(dim3 a, dim3 b)
+{
+	return a.x == b.x && a.y == b.y && a.z == b.z;
+}
+
+int cg_op_same_shape(const struct cg_op *a, const struct cg_op *b)
+{
+	if (a->kind != b->kind || a->stream != b->stream)
+		return 0;
+	switch (a->kind) {
+	case CG_OP_KERNEL:
+		return a->u.k.func == b->u.k.func && cg_dim3_eq(a->u.k.grid, b->u.k.grid) &&
+		       cg_dim3_eq(a->u.k.block, b->u.k.block) && a->u.k.shmem == b->u.k.shmem;
+	case CG_OP_MEMCPY:
+		return a->u.cp.kind == b->u.cp.kind && a->u.cp.count == b->u.cp.count &&
+		       a->u.cp.src_pageable == b->u.cp.src_pageable;
+	case CG_OP_MEMSET:
+		return a->u.ms.count == b->u.ms.count;
+	case CG_OP_HOST:
+		return a->u.host.fn == b->u.host.fn;
+	case CG_OP_RECORD:
+	case CG_OP_WAIT:
+		return a->u.ev.event == b->u.ev.event;
+	}
+	return 0;
+}
+
+uint64_t cg_op_shape_hash(const struct cg_op *op)
+{
+	uint64_t h = 1469598103934665603ull;
+#define MIX(v) (h = (h ^ (uint64_t)(v)) * 1099511628211ull)
+	MIX(op->kind);
+	MIX((uintptr_t)op->stream);
+	switch (op->kind) {
+	case CG_OP_KERNEL:
+		MIX((uintptr_t)op->u.k.func);
+		MIX(op->u.k.grid.x); MIX(op->u.k.grid.y); MIX(op->u.k.grid.z);
+		MIX(op->u.k.block.x); MIX(op->u.k.block.y); MIX(op->u.k.block.z);
+		MIX(op->u.k.shmem);
+		break;
+	case CG_OP_MEMCPY:
+		MIX(op->u.cp.kind); MIX(op->u.cp.count); MIX(op->u.cp.src_pageable);
+		break;
+	case CG_OP_MEMSET:
+		MIX(op->u.ms.count);
+		break;
+	case CG_OP_HOST:
+		MIX((uintptr_t)op->u.host.fn);
+		break;
+	case CG_OP_RECORD:
+	case CG_OP_WAIT:
+		MIX((uintptr_t)op->u.ev.event);
+		break;
+	}
+#undef MIX
+	return h;
+}
+
+int cg_op_same_values(const struct cg_op *a, const struct cg_op *b)
+{
+	switch (a->kind) {
+	case CG_OP_KERNEL:
+		return !memcmp(a->u.k.params, b->u.k.params, a->nbytes);
+	case CG_OP_MEMCPY:
+		/* A pageable source is read from cgraft's snapshot: its bytes
+		 * are copied at every replay, the address never matters. */
+		return a->u.cp.dst == b->u.cp.dst &&
+		       (a->u.cp.src_pageable || a->u.cp.src == b->u.cp.src);
+	case CG_OP_MEMSET:
+		return a->u.ms.dst == b->u.ms.dst && a->u.ms.value == b->u.ms.value;
+	case CG_OP_HOST:
+		return a->u.host.data == b->u.host.data;
+	default:
+		return 1;
+	}
+}

@@ -1,0 +1,198 @@
+/* The CGRAFT_* options: one table of name, type, default and description,
+ * strict parsing, and one clear line for a value that is not accepted. */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "cgraft_i.h"
+
+struct cg_options cg_opt = {
+	.enable = 1,
+	.log_level = CG_LOG_WARN,
+	.stats_path = NULL,
+	.report = 0,
+	.min_repeats = 2,
+	.warmup = 0,
+	.window_lo = 0,
+	.window_hi = LONG_MAX,
+	.min_ops = 3,
+	.max_graphs = 64,
+	.max_segment_ops = 4096,
+	.max_variants = 4,
+};
+
+enum cg_opt_type { CG_OPT_BOOL, CG_OPT_COUNT, CG_OPT_LEVEL, CG_OPT_PATH, CG_OPT_RANGE };
+
+struct cg_opt_desc {
+	const char *name;
+	enum cg_opt_type type;
+	void *value;
+	long min;           /* COUNT: smallest accepted */
+	const char *deflt;  /* as shown to users */
+	const char *what;
+};
+
+static const struct cg_opt_desc cg_opt_table[] = {
+	{ "CGRAFT_ENABLE", CG_OPT_BOOL, &cg_opt.enable, 0, "1",
+	  "0 turns cgraft into pure pass-through (calls are only counted)" },
+	{ "CGRAFT_LOG", CG_OPT_LEVEL, &cg_opt.log_level, 0, "warn",
+	  "log level on stderr: error, warn, info or debug (debug names the first mismatching op)" },
+	{ "CGRAFT_STATS", CG_OPT_PATH, &cg_opt.stats_path, 0, "(none)",
+	  "write a JSON object of counters to this path at exit; %p is replaced by the pid" },
+	{ "CGRAFT_REPORT", CG_OPT_BOOL, &cg_opt.report, 0, "0",
+	  "print a human summary to stderr at exit" },
+	{ "CGRAFT_MIN_REPEATS", CG_OPT_COUNT, &cg_opt.min_repeats, 1, "2",
+	  "times a segment shape must be seen before a graph is built" },
+	{ "CGRAFT_WARMUP", CG_OPT_COUNT, &cg_opt.warmup, 0, "0",
+	  "segments left alone at the start" },
+	{ "CGRAFT_WINDOW", CG_OPT_RANGE, &cg_opt.window_lo, 0, "0:",
+	  "segment range to record and replay, FIRST:LAST (either may be empty)" },
+	{ "CGRAFT_MIN_OPS", CG_OPT_COUNT, &cg_opt.min_ops, 1, "3",
+	  "segments with fewer ops stay eager" },
+	{ "CGRAFT_MAX_GRAPHS", CG_OPT_COUNT, &cg_opt.max_graphs, 1, "64",
+	  "instantiated graphs kept at once (least recently used go first)" },
+	{ "CGRAFT_MAX_SEGMENT_OPS", CG_OPT_COUNT, &cg_opt.max_segment_ops, 2, "4096",
+	  "a segment with no blocking point is cut at this many ops" },
+	{ "CGRAFT_MAX_VARIANTS", CG_OPT_COUNT, &cg_opt.max_variants, 1, "4",
+	  "instantiated graphs per segment shape for recurring argument sets" },
+};
+
+static int cg_parse_bool(const char *s, int *out)
+{
+	static const char *const yes[] = { "1", "true", "yes", "on" };
+	static const char *const no[] = { "0", "false", "no", "off" };
+	for (size_t i = 0; i < 4; i++) {
+		if (!strcasecmp(s, yes[i])) {
+			*out = 1;
+			return 0;
+		}
+		if (!strcasecmp(s, no[i])) {
+			*out = 0;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* A non-negative count, with an optional K, M or G (powers of 1024). */
+static int cg_parse_count(const char *s, long *out)
+{
+	char *end;
+	if (*s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno)
+		return -EINVAL;
+	unsigned shift = 0;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	default: break;
+	}
+	if (*end || v > ((unsigned long long)LONG_MAX >> shift))
+		return -EINVAL;
+	*out = (long)(v << shift);
+	return 0;
+}
+
+static int cg_parse_level(const char *s, int *out)
+{
+	static const char *const names[] = { "error", "warn", "info", "debug" };
+	for (int i = 0; i < 4; i++)
+		if (!strcasecmp(s, names[i]) || (s[0] == '0' + i && !s[1])) {
+			*out = i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static int cg_parse_range(const char *s, long *lo, long *hi)
+{
+	const char *colon = strchr(s, ':');
+	char first[32];
+	if (!colon || (size_t)(colon - s) >= sizeof first)
+		return -EINVAL;
+	memcpy(first, s, (size_t)(colon - s));
+	first[colon - s] = 0;
+	long a = 0, b = LONG_MAX;
+	if (first[0] && cg_parse_count(first, &a))
+		return -EINVAL;
+	if (colon[1] && cg_parse_count(colon + 1, &b))
+		return -EINVAL;
+	if (b < a)
+		return -EINVAL;
+	*lo = a;
+	*hi = b;
+	return 0;
+}
+
+static const char *cg_accepted(const struct cg_opt_desc *d)
+{
+	switch (d->type) {
+	case CG_OPT_BOOL: return "1, true, yes, on, 0, false, no or off";
+	case CG_OPT_COUNT: return "a whole number (K, M, G suffixes allowed)";
+	case CG_OPT_LEVEL: return "error, warn, info, debug (or 0-3)";
+	case CG_OPT_PATH: return "a file path";
+	case CG_OPT_RANGE: return "FIRST:LAST segment numbers, e.g. 100:5000 or 10:";
+	}
+	return "";
+}
+
+int cg_options_load(void)
+{
+	int bad = 0;
+	for (size_t i = 0; i < sizeof cg_opt_table / sizeof cg_opt_table[0]; i++) {
+		const struct cg_opt_desc *d = &cg_opt_table[i];
+		const char *s = getenv(d->name);
+		if (!s)
+			continue;
+		int rc = -EINVAL;
+		switch (d->type) {
+		case CG_OPT_BOOL: rc = cg_parse_bool(s, d->value); break;
+		case CG_OPT_LEVEL: rc = cg_parse_level(s, d->value); break;
+		case CG_OPT_PATH:
+			rc = *s ? 0 : -EINVAL;
+			if (!rc)
+				*(const char **)d->value = s;
+			break;
+		case CG_OPT_RANGE:
+			rc = cg_parse_range(s, &cg_opt.window_lo, &cg_opt.window_hi);
+			break;
+		case CG_OPT_COUNT: {
+			long v;
+			rc = cg_parse_count(s, &v);
+			if (!rc && v < d->min)
+				rc = -ERANGE;
+			if (!rc)
+				*(long *)d->value = v;
+			break;
+		}
+		}
+		if (rc) {
+			char at_least[48] = "";
+			if (d->type == CG_OPT_COUNT && d->min > 0)
+				snprintf(at_least, sizeof at_least, ", at least %ld", d->min);
+			cg_log(CG_LOG_ERROR, CG_FAULT_PROGRAM,
+			       "%s='%s' is not accepted: expected %s%s; cgraft runs in pass-through",
+			       d->name, s, cg_accepted(d), at_least);
+			bad = 1;
+		}
+	}
+	if (bad) {
+		cg_opt.enable = 0;
+		return -EINVAL;
+	}
+	return 0;
+}
+
+void cg_options_describe(FILE *f)
+{
+	for (size_t i = 0; i < sizeof cg_opt_table / sizeof cg_opt_table[0]; i++)
+		fprintf(f, "| `%s` | %s | %s |\n", cg_opt_table[i].name,
+			cg_opt_table[i].deflt, cg_opt_table[i].what);
+}

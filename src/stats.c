@@ -1,0 +1,105 @@
+/* Counters cgraft keeps, the JSON object written at exit (CGRAFT_STATS) and
+ * the human summary (CGRAFT_REPORT). */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cgraft_i.h"
+
+struct cg_stats cg_stats;
+
+const char *const cg_reason_names[CG_WHY_COUNT] = {
+	[CG_WHY_UNSUPPORTED_API] = "unsupported_api",
+	[CG_WHY_LAUNCH_ATTRIBUTE] = "launch_attribute",
+	[CG_WHY_PARAM_INFO] = "kernel_param_info",
+	[CG_WHY_MEMCPY_KIND] = "memcpy_kind",
+	[CG_WHY_EVENT_FLAGS] = "event_flags",
+	[CG_WHY_CAPTURE] = "program_capture",
+	[CG_WHY_THREADS] = "other_host_thread",
+	[CG_WHY_DEVICE] = "device_switch",
+	[CG_WHY_PER_THREAD_STREAM] = "per_thread_stream_threads",
+	[CG_WHY_BUILD_FAILED] = "graph_build_failed",
+	[CG_WHY_LAUNCH_FAILED] = "graph_launch_failed",
+	[CG_WHY_BACKOFF_DIVERGE] = "backoff_diverging",
+	[CG_WHY_BACKOFF_SLOW] = "backoff_not_faster",
+	[CG_WHY_BACKOFF_NOREPEAT] = "backoff_no_repeat",
+	[CG_WHY_DRIVER_CALL] = "driver_call",
+};
+
+#define LD(x) atomic_load_explicit(&cg_stats.x, memory_order_relaxed)
+
+void cg_stats_write_json(FILE *f)
+{
+	fprintf(f, "{\n  \"calls\": {");
+	const char *sep = "";
+	for (int i = 0; i < CG_API_COUNT; i++) {
+		unsigned long long n = LD(calls[i]);
+		if (!n)
+			continue;
+		fprintf(f, "%s\n    \"%s\": %llu", sep, cg_api_names[i], n);
+		sep = ",";
+	}
+	fprintf(f, "%s},\n", *sep ? "\n  " : "");
+	fprintf(f, "  \"segments\": %llu,\n  \"graphs_built\": %llu,\n  \"graph_launches\": %llu,\n"
+		   "  \"ops_total\": %llu,\n  \"ops_replayed\": %llu,\n  \"divergences\": %llu,\n"
+		   "  \"node_updates\": %llu,\n  \"variants\": %llu,\n  \"backoffs\": %llu,\n"
+		   "  \"record_ns\": %llu,\n  \"instantiate_ns\": %llu,\n",
+		LD(segments), LD(graphs_built), LD(graph_launches), LD(ops_total), LD(ops_replayed),
+		LD(divergences), LD(node_updates), LD(variants), LD(backoffs), LD(record_ns),
+		LD(instantiate_ns));
+	fprintf(f, "  \"enabled\": %s,\n  \"fallbacks\": {", cg_opt.enable ? "true" : "false");
+	sep = "";
+	for (int i = 0; i < CG_WHY_COUNT; i++) {
+		unsigned long long n = LD(fallbacks[i]);
+		if (!n)
+			continue;
+		fprintf(f, "%s\n    \"%s\": %llu", sep, cg_reason_names[i], n);
+		sep = ",";
+	}
+	fprintf(f, "%s}\n}\n", *sep ? "\n  " : "");
+}
+
+void cg_stats_write_report(FILE *f)
+{
+	unsigned long long total = LD(ops_total), replayed = LD(ops_replayed);
+	fprintf(f, "cgraft: report%s\n", cg_opt.enable ? "" : " (pass-through: CGRAFT_ENABLE=0 or a bad option)");
+	fprintf(f, "cgraft:   ops seen %llu, replayed in graphs %llu (%.1f%%)\n", total, replayed,
+		total ? 100.0 * (double)replayed / (double)total : 0.0);
+	fprintf(f, "cgraft:   segments %llu, graphs built %llu (+%llu variants), graph launches %llu, node updates %llu\n",
+		LD(segments), LD(graphs_built), LD(variants), LD(graph_launches), LD(node_updates));
+	fprintf(f, "cgraft:   divergences %llu, back-offs %llu, one-time cost %.3f ms (record %.3f, instantiate %.3f)\n",
+		LD(divergences), LD(backoffs), (double)(LD(record_ns) + LD(instantiate_ns)) / 1e6,
+		(double)LD(record_ns) / 1e6, (double)LD(instantiate_ns) / 1e6);
+	for (int i = 0; i < CG_WHY_COUNT; i++) {
+		unsigned long long n = LD(fallbacks[i]);
+		if (n)
+			fprintf(f, "cgraft:   eager because %s: %llu\n", cg_reason_names[i], n);
+	}
+	unsigned long long calls = 0;
+	for (int i = 0; i < CG_API_COUNT; i++)
+		calls += LD(calls[i]);
+	fprintf(f, "cgraft:   intercepted calls %llu\n", calls);
+}
+
+int cg_stats_expand_path(const char *pattern, long pid, char *out, size_t size)
+{
+	size_t n = 0;
+	for (const char *p = pattern; *p; p++) {
+		char buf[24];
+		const char *piece = buf;
+		if (p[0] == '%' && p[1] == 'p') {
+			snprintf(buf, sizeof buf, "%ld", pid);
+			p++;
+		} else {
+			buf[0] = *p;
+			buf[1] = 0;
+		}
+		size_t len = strlen(piece);
+		if (n + len + 1 > size)
+			return -ENAMETOOLONG;
+		memcpy(out + n, piece, len);
+		n += len;
+	}
+	out[n] = 0;
+	return 0;
+}
