@@ -22,11 +22,14 @@ const char *const cg_api_names[CG_API_COUNT] = {
  * program opened it RTLD_LOCAL (Python extension modules), by soname. */
 static void *cg_lookup(const char *name)
 {
-	void *p = dlsym(RTLD_NEXT, name);
+	cg_dlsym_fn real_dlsym = cg_dlsym_next();
+	if (!real_dlsym)
+		return NULL;
+	void *p = real_dlsym(RTLD_NEXT, name);
 	if (!p) {
 		void *h = dlopen("libcudart.so.13", RTLD_LAZY | RTLD_NOLOAD);
 		if (h) {
-			p = dlsym(h, name);
+			p = real_dlsym(h, name);
 			dlclose(h);
 		}
 	}

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #define CG_HIDDEN __attribute__((visibility("hidden")))
@@ -22,6 +23,21 @@ enum cg_api {
 	CG_API_COUNT
 };
 
+enum cg_drv_api {
+#define CG_DRV(kind, name, query, pt, params, args) CG_DRV_##name,
+#include "cuda_api.def"
+#undef CG_DRV
+	CG_DRV_COUNT
+};
+
+struct cg_drv_table {
+#define CG_DRV(kind, name, query, pt, params, args) CUresult (*name) params;
+#include "cuda_api.def"
+#undef CG_DRV
+};
+extern struct cg_drv_table cg_drv CG_HIDDEN;
+extern const char *const cg_drv_names[CG_DRV_COUNT] CG_HIDDEN;
+
 struct cg_real_table {
 #define CG_RT(kind, name, family, pt, params, args) cudaError_t (*name) params;
 #include "cuda_api.def"
@@ -30,6 +46,9 @@ struct cg_real_table {
 
 extern struct cg_real_table cg_real CG_HIDDEN;
 extern const char *const cg_api_names[CG_API_COUNT] CG_HIDDEN;
+/* glibc's own dlsym: cgraft's exported one answers the program. */
+typedef void *(*cg_dlsym_fn)(void *, const char *);
+cg_dlsym_fn cg_dlsym_next(void) CG_HIDDEN;
 /* Finds the real entry points; 0 when the runtime was found, -ENOENT if not. */
 int cg_resolve(void) CG_HIDDEN;
 extern atomic_int cg_resolved CG_HIDDEN;
@@ -51,6 +70,7 @@ struct cg_options {
 	long max_graphs;
 	long max_segment_ops;
 	long max_variants;
+	int backoff_slow;
 };
 extern struct cg_options cg_opt CG_HIDDEN;
 /* Reads CGRAFT_* once; returns 0, or -EINVAL after printing what was wrong
@@ -97,10 +117,12 @@ enum cg_reason {
 	CG_WHY_BACKOFF_SLOW,      /* replay did not save host time */
 	CG_WHY_BACKOFF_NOREPEAT,  /* the op stream did not repeat */
 	CG_WHY_DRIVER_CALL,       /* driver-level work outside a runtime call */
+	CG_WHY_NCCL,              /* NCCL kernels carry host-side proxy work */
 	CG_WHY_COUNT
 };
 struct cg_stats {
 	atomic_ullong calls[CG_API_COUNT];
+	atomic_ullong drv_calls[CG_DRV_COUNT]; /* outside any runtime call */
 	atomic_ullong segments, graphs_built, graph_launches, ops_total,
 		ops_replayed, divergences, node_updates, variants;
 	atomic_ullong fallbacks[CG_WHY_COUNT];
@@ -116,6 +138,10 @@ static inline void cg_count_call(enum cg_api api)
 static inline void cg_count_fallback(enum cg_reason why)
 {
 	atomic_fetch_add_explicit(&cg_stats.fallbacks[why], 1, memory_order_relaxed);
+}
+static inline void cg_count_drv(enum cg_drv_api api)
+{
+	atomic_fetch_add_explicit(&cg_stats.drv_calls[api], 1, memory_order_relaxed);
 }
 /* Writes the JSON object to f. */
 void cg_stats_write_json(FILE *f) CG_HIDDEN;
@@ -142,8 +168,11 @@ struct cg_op {
 			dim3 grid, block;
 			size_t shmem;
 			void **args;        /* the caller's, valid during the call */
-			const uint8_t *params; /* cgraft's copy, packed */
+			const void *extra;  /* the caller's packed buffer, if any */
+			const uint8_t *params; /* cgraft's copy: packed, or the buffer */
 			const struct cg_kinfo *ki;
+			uint8_t drv;        /* launched through the driver */
+			uint8_t packed;     /* params is an "extra" buffer of nbytes */
 		} k;
 		struct {
 			void *dst;
@@ -168,14 +197,24 @@ struct cg_op {
 };
 
 /* Kernel parameter layout, learnt once per function handle. */
+enum cg_khandle { CG_K_RUNTIME, CG_K_FUNCTION, CG_K_KERNEL };
 struct cg_kinfo {
 	const void *func;
 	uint32_t nparams;
 	uint32_t total;          /* packed bytes */
 	uint32_t *size;          /* per parameter */
+	uint8_t handle;          /* enum cg_khandle */
+	uint8_t nccl;            /* an NCCL kernel: never deferred */
 };
-/* Returns the layout of func, or NULL when it cannot be learnt safely. */
-const struct cg_kinfo *cg_kinfo_get(const void *func) CG_HIDDEN;
+/* Returns the layout of func (a runtime handle, or a driver CUfunction or
+ * CUkernel when drv), or NULL when it cannot be learnt safely. */
+const struct cg_kinfo *cg_kinfo_get(const void *func, int drv) CG_HIDDEN;
+/* Resolves the driver entry points cgraft uses itself; 0 or -ENOENT. */
+int cg_drv_resolve_internal(void) CG_HIDDEN;
+/* Fills argv (nparams pointers into op's copy), or extra for a packed
+ * buffer; returns the pointer to give as kernelParams or extra. */
+void cg_kernel_args(const struct cg_op *op, void **argv, void **extra, size_t *extra_size) CG_HIDDEN;
+#define CG_MAX_PARAMS 1024
 
 /* Normalisers, one per modelled family: 0 with op filled, or a negative
  * errno with *why set when the call cannot be modelled. */
@@ -189,6 +228,9 @@ CG_OPFROM(cudaEventRecord, cudaEvent_t event, cudaStream_t s);
 CG_OPFROM(cudaEventRecordWithFlags, cudaEvent_t event, cudaStream_t s, unsigned int flags);
 CG_OPFROM(cudaStreamWaitEvent, cudaStream_t s, cudaEvent_t event, unsigned int flags);
 CG_OPFROM(cudaLaunchHostFunc, cudaStream_t s, cudaHostFn_t fn, void *data);
+CG_OPFROM(drv_cuLaunchKernel, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+	  unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params, void **extra);
+CG_OPFROM(drv_cuLaunchKernelEx, const CUlaunchConfig *config, CUfunction f, void **params, void **extra);
 
 /* Submits an op through the real runtime, in the form it was recorded in
  * (params from cgraft's copy). Returns the runtime's status. */
@@ -217,5 +259,8 @@ CG_SPECIAL(cudaStreamEndCapture, cudaStream_t stream, cudaGraph_t *pGraph);
 CG_SPECIAL(cudaStreamDestroy, cudaStream_t stream);
 CG_SPECIAL(cudaEventDestroy, cudaEvent_t event);
 CG_SPECIAL(cudaSetDevice, int device);
+/* The program's own capture through the runtime or the driver. */
+void cg_capture_begin(void) CG_HIDDEN;
+void cg_capture_end(void) CG_HIDDEN;
 
 #endif

@@ -131,12 +131,17 @@ static int cg_seg_push(const struct cg_op *op, int snapshot)
 			return -ENOMEM;
 		const struct cg_kinfo *ki = op->u.k.ki;
 		uint8_t *w = p;
-		for (uint32_t i = 0; i < ki->nparams; i++) {
-			memcpy(w, op->u.k.args[i], ki->size[i]);
-			w += ki->size[i];
+		if (op->u.k.packed) {
+			memcpy(w, op->u.k.extra, op->nbytes);
+		} else {
+			for (uint32_t i = 0; i < ki->nparams; i++) {
+				memcpy(w, op->u.k.args[i], ki->size[i]);
+				w += ki->size[i];
+			}
 		}
 		d->u.k.params = p;
 		d->u.k.args = NULL;
+		d->u.k.extra = NULL;
 	} else if (op->kind == CG_OP_MEMCPY && op->u.cp.src_pageable && snapshot) {
 		void *p = cg_arena_alloc(&E.arena, op->u.cp.count);
 		if (!p)
@@ -458,7 +463,8 @@ void cg_engine_boundary(enum cg_api api, enum cg_reason why, int unsupported)
 	cg_check_thread();
 	if (unsupported) {
 		cg_count_fallback(why);
-		cg_debug("%s: not modelled (%s), runs eagerly", cg_api_names[api], cg_reason_names[why]);
+		cg_debug("%s: not modelled (%s), runs eagerly",
+			 api < CG_API_COUNT ? cg_api_names[api] : "driver call", cg_reason_names[why]);
 	}
 	cg_flush();
 	E.known_period = 0;
@@ -477,9 +483,22 @@ cudaError_t cg_special_cudaStreamBeginCapture(enum cg_api api, int pt, cudaStrea
 	cg_busy++;
 	cudaError_t rc = cg_real.cudaStreamBeginCapture(stream, mode);
 	cg_busy--;
-	if (rc == cudaSuccess && atomic_fetch_add(&cg_capturing, 1) == 0)
-		cg_capture_stand_aside(1);
+	if (rc == cudaSuccess)
+		cg_capture_begin();
 	return rc;
+}
+
+void cg_capture_begin(void)
+{
+	if (atomic_fetch_add(&cg_capturing, 1) == 0)
+		cg_capture_stand_aside(1);
+}
+
+void cg_capture_end(void)
+{
+	/* Even a failed end closes the capture. */
+	if (atomic_load(&cg_capturing) > 0 && atomic_fetch_sub(&cg_capturing, 1) == 1)
+		cg_capture_stand_aside(0);
 }
 
 cudaError_t cg_special_cudaStreamEndCapture(enum cg_api api, int pt, cudaStream_t stream,
@@ -490,9 +509,7 @@ cudaError_t cg_special_cudaStreamEndCapture(enum cg_api api, int pt, cudaStream_
 	cg_busy++;
 	cudaError_t rc = cg_real.cudaStreamEndCapture(stream, pGraph);
 	cg_busy--;
-	/* Even a failed end closes the capture. */
-	if (atomic_load(&cg_capturing) > 0 && atomic_fetch_sub(&cg_capturing, 1) == 1)
-		cg_capture_stand_aside(0);
+	cg_capture_end();
 	return rc;
 }
 

@@ -157,16 +157,70 @@ static void cg_copy_ops(struct cg_op *dst, uint8_t *pbytes, const struct cg_op *
 	}
 }
 
-static void cg_kernel_argv(const struct cg_op *op, void **argv)
+/* A kernel node's parameters in both faces: the runtime's for kernels the
+ * program launched through the runtime, the driver's for CUfunction and
+ * CUkernel handles (a cudaGraph_t is a CUgraph). */
+struct cg_knode {
+	void *argv[CG_MAX_PARAMS];
+	void *extra[5];
+	size_t extra_size;
+	struct cudaKernelNodeParams rt;
+	CUDA_KERNEL_NODE_PARAMS drv;
+};
+
+static void cg_knode_fill(struct cg_knode *k, const struct cg_op *op)
 {
-	const uint8_t *p = op->u.k.params;
-	for (uint32_t i = 0; i < op->u.k.ki->nparams; i++) {
-		argv[i] = (void *)p;
-		p += op->u.k.ki->size[i];
-	}
+	cg_kernel_args(op, k->argv, k->extra, &k->extra_size);
+	void **params = op->u.k.packed ? NULL : k->argv, **extra = op->u.k.packed ? k->extra : NULL;
+	k->rt = (struct cudaKernelNodeParams){
+		.func = (void *)op->u.k.func, .gridDim = op->u.k.grid, .blockDim = op->u.k.block,
+		.sharedMemBytes = (unsigned)op->u.k.shmem, .kernelParams = params, .extra = extra,
+	};
+	memset(&k->drv, 0, sizeof k->drv);
+	if (op->u.k.ki->handle == CG_K_KERNEL)
+		k->drv.kern = (CUkernel)op->u.k.func;
+	else
+		k->drv.func = (CUfunction)op->u.k.func;
+	k->drv.gridDimX = op->u.k.grid.x;
+	k->drv.gridDimY = op->u.k.grid.y;
+	k->drv.gridDimZ = op->u.k.grid.z;
+	k->drv.blockDimX = op->u.k.block.x;
+	k->drv.blockDimY = op->u.k.block.y;
+	k->drv.blockDimZ = op->u.k.block.z;
+	k->drv.sharedMemBytes = (unsigned)op->u.k.shmem;
+	k->drv.kernelParams = params;
+	k->drv.extra = extra;
 }
 
-#define CG_MAX_ARGV 1024
+static cudaError_t cg_knode_add(cudaGraphNode_t *node, cudaGraph_t g, const cudaGraphNode_t *deps,
+				size_t nd, const struct cg_op *op)
+{
+	struct cg_knode k;
+	cg_knode_fill(&k, op);
+	if (!op->u.k.drv)
+		return CG_CALL(cudaGraphAddKernelNode, node, g, deps, nd, &k.rt);
+	if (!cg_drv.cuGraphAddKernelNode_v2)
+		return cudaErrorNotSupported;
+	cg_busy++;
+	CUresult rc = cg_drv.cuGraphAddKernelNode_v2((CUgraphNode *)node, (CUgraph)g,
+						     (const CUgraphNode *)deps, nd, &k.drv);
+	cg_busy--;
+	return rc == CUDA_SUCCESS ? cudaSuccess : cudaErrorUnknown;
+}
+
+static cudaError_t cg_knode_set(cudaGraphExec_t e, cudaGraphNode_t node, const struct cg_op *op)
+{
+	struct cg_knode k;
+	cg_knode_fill(&k, op);
+	if (!op->u.k.drv)
+		return CG_CALL(cudaGraphExecKernelNodeSetParams, e, node, &k.rt);
+	if (!cg_drv.cuGraphExecKernelNodeSetParams_v2)
+		return cudaErrorNotSupported;
+	cg_busy++;
+	CUresult rc = cg_drv.cuGraphExecKernelNodeSetParams_v2((CUgraphExec)e, (CUgraphNode)node, &k.drv);
+	cg_busy--;
+	return rc == CUDA_SUCCESS ? cudaSuccess : cudaErrorUnknown;
+}
 
 static void cg_memset_params(const struct cg_op *op, struct cudaMemsetParams *p)
 {
@@ -184,13 +238,7 @@ static int cg_update_node(struct cg_tmpl *t, struct cg_variant *v, size_t i, con
 	cudaError_t rc = cudaSuccess;
 	switch (op->kind) {
 	case CG_OP_KERNEL: {
-		void *argv[CG_MAX_ARGV];
-		cg_kernel_argv(op, argv);
-		struct cudaKernelNodeParams p = {
-			.func = (void *)op->u.k.func, .gridDim = op->u.k.grid, .blockDim = op->u.k.block,
-			.sharedMemBytes = (unsigned)op->u.k.shmem, .kernelParams = argv, .extra = NULL,
-		};
-		rc = CG_CALL(cudaGraphExecKernelNodeSetParams, v->exec, t->node[i], &p);
+		rc = cg_knode_set(v->exec, t->node[i], op);
 		if (rc == cudaSuccess)
 			memcpy((void *)v->vals[i].u.k.params, op->u.k.params, op->nbytes);
 		break;
@@ -392,16 +440,9 @@ static int cg_add_nodes(struct cg_tmpl *t)
 			maxdeps = nd;
 		cudaError_t e = cudaErrorNotSupported;
 		switch (op->kind) {
-		case CG_OP_KERNEL: {
-			void *argv[CG_MAX_ARGV];
-			cg_kernel_argv(op, argv);
-			struct cudaKernelNodeParams p = {
-				.func = (void *)op->u.k.func, .gridDim = op->u.k.grid, .blockDim = op->u.k.block,
-				.sharedMemBytes = (unsigned)op->u.k.shmem, .kernelParams = argv, .extra = NULL,
-			};
-			e = CG_CALL(cudaGraphAddKernelNode, &t->node[i], t->graph, deps, nd, &p);
+		case CG_OP_KERNEL:
+			e = cg_knode_add(&t->node[i], t->graph, deps, nd, op);
 			break;
-		}
 		case CG_OP_MEMCPY: {
 			const void *src = op->u.cp.src_pageable ? t->staging + t->stage_off[i] : op->u.cp.src;
 			e = CG_CALL(cudaGraphAddMemcpyNode1D, &t->node[i], t->graph, deps, nd, op->u.cp.dst,
@@ -787,7 +828,7 @@ int cg_tmpl_launch(struct cg_tmpl *t, const struct cg_op *ops, size_t n, uint64_
 	double ns = (double)(cg_now_ns() - t_first);
 	t->replay_ns = t->replay_ns ? 0.8 * t->replay_ns + 0.2 * ns : ns;
 	/* Replay that does not save host time is not worth its risks. */
-	if (t->replays >= 8 && t->eager_ns > 0 && t->replay_ns > 0.95 * t->eager_ns)
+	if (cg_opt.backoff_slow && t->replays >= 8 && t->eager_ns > 0 && t->replay_ns > 0.95 * t->eager_ns)
 		cg_backoff(t, CG_WHY_BACKOFF_SLOW);
 	return 0;
 fail:

@@ -11,7 +11,6 @@
 #define CG_KINFO_SLOTS 4096 /* power of two; open addressing */
 static struct cg_kinfo *cg_kinfo_tab[CG_KINFO_SLOTS];
 static pthread_mutex_t cg_kinfo_lock = PTHREAD_MUTEX_INITIALIZER;
-#define CG_MAX_PARAMS 1024
 
 static size_t cg_ptr_slot(const void *p)
 {
@@ -19,11 +18,35 @@ static size_t cg_ptr_slot(const void *p)
 	return (size_t)(h >> 52) & (CG_KINFO_SLOTS - 1);
 }
 
+/* NCCL kernels carry host-side proxy work that must meet them in time: they
+ * are never deferred. Every NCCL device kernel is named ncclKernel_* or
+ * ncclDevKernel_*, so the name tells reliably. */
+static int cg_is_nccl_name(const char *name)
+{
+	return name && (!strncmp(name, "ncclKernel", 10) || !strncmp(name, "ncclDevKernel", 13) ||
+			strstr(name, "nccl") == name);
+}
+
+static struct cg_kinfo *cg_kinfo_new(const void *func, const uint32_t *sizes, uint32_t n)
+{
+	struct cg_kinfo *ki = calloc(1, sizeof *ki + n * sizeof(uint32_t));
+	if (!ki)
+		return NULL;
+	ki->func = func;
+	ki->nparams = n;
+	ki->size = (uint32_t *)(ki + 1);
+	for (uint32_t i = 0; i < n; i++) {
+		ki->size[i] = sizes[i];
+		ki->total += sizes[i];
+	}
+	return ki;
+}
+
 /* Asks the runtime for each parameter's size until it says there is none.
  * A failed query sets the runtime's sticky last error, which the program may
  * read (PyTorch does after every launch): learn only when none is pending,
  * and clear what the probe left. */
-static struct cg_kinfo *cg_kinfo_learn(const void *func)
+static struct cg_kinfo *cg_kinfo_learn_runtime(const void *func)
 {
 	if (!cg_real.cudaFuncGetParamInfo || !cg_real.cudaPeekAtLastError || !cg_real.cudaGetLastError)
 		return NULL;
@@ -32,7 +55,7 @@ static struct cg_kinfo *cg_kinfo_learn(const void *func)
 	if (cg_real.cudaPeekAtLastError() != cudaSuccess)
 		goto out;
 	uint32_t sizes[CG_MAX_PARAMS];
-	uint32_t n = 0, total = 0;
+	uint32_t n = 0;
 	for (;; n++) {
 		size_t off, size;
 		if (n == CG_MAX_PARAMS)
@@ -40,16 +63,14 @@ static struct cg_kinfo *cg_kinfo_learn(const void *func)
 		if (cg_real.cudaFuncGetParamInfo(func, n, &off, &size) != cudaSuccess)
 			break;
 		sizes[n] = (uint32_t)size;
-		total += (uint32_t)size;
 	}
-	ki = calloc(1, sizeof *ki + n * sizeof(uint32_t));
-	if (!ki)
-		goto out_clear;
-	ki->func = func;
-	ki->nparams = n;
-	ki->total = total;
-	ki->size = (uint32_t *)(ki + 1);
-	memcpy(ki->size, sizes, n * sizeof(uint32_t));
+	ki = cg_kinfo_new(func, sizes, n);
+	if (ki) {
+		const char *name = NULL;
+		cg_real.cudaGetLastError();
+		if (cg_real.cudaFuncGetName && cg_real.cudaFuncGetName(&name, func) == cudaSuccess)
+			ki->nccl = (uint8_t)cg_is_nccl_name(name);
+	}
 out_clear:
 	cg_real.cudaGetLastError();
 out:
@@ -57,7 +78,52 @@ out:
 	return ki;
 }
 
-const struct cg_kinfo *cg_kinfo_get(const void *func)
+/* A driver handle is a CUfunction or, since CUDA 12, a CUkernel: ask as one,
+ * then as the other. The driver keeps no sticky error. */
+static struct cg_kinfo *cg_kinfo_learn_driver(const void *func)
+{
+	if (cg_drv_resolve_internal())
+		return NULL;
+	uint32_t sizes[CG_MAX_PARAMS] = { 0 };
+	size_t off, size;
+	uint8_t handle = CG_K_FUNCTION;
+	cg_busy++;
+	CUresult rc = cg_drv.cuFuncGetParamInfo((CUfunction)func, 0, &off, &size);
+	if (rc != CUDA_SUCCESS && cg_drv.cuKernelGetParamInfo &&
+	    cg_drv.cuKernelGetParamInfo((CUkernel)func, 0, &off, &size) == CUDA_SUCCESS) {
+		handle = CG_K_KERNEL;
+		rc = CUDA_SUCCESS;
+	}
+	uint32_t n = 0;
+	struct cg_kinfo *ki = NULL;
+	if (rc == CUDA_SUCCESS) {
+		for (;; n++) {
+			if (n == CG_MAX_PARAMS)
+				goto out;
+			rc = handle == CG_K_KERNEL
+				     ? cg_drv.cuKernelGetParamInfo((CUkernel)func, n, &off, &size)
+				     : cg_drv.cuFuncGetParamInfo((CUfunction)func, n, &off, &size);
+			if (rc != CUDA_SUCCESS)
+				break;
+			sizes[n] = (uint32_t)size;
+		}
+	} else if (rc != CUDA_ERROR_INVALID_VALUE) {
+		goto out; /* not a handle the driver knows: leave it eager */
+	}
+	ki = cg_kinfo_new(func, sizes, n);
+	if (ki) {
+		ki->handle = handle;
+		const char *name = NULL;
+		if (handle == CG_K_FUNCTION && cg_drv.cuFuncGetName &&
+		    cg_drv.cuFuncGetName(&name, (CUfunction)func) == CUDA_SUCCESS)
+			ki->nccl = (uint8_t)cg_is_nccl_name(name);
+	}
+out:
+	cg_busy--;
+	return ki;
+}
+
+const struct cg_kinfo *cg_kinfo_get(const void *func, int drv)
 {
 	size_t i = cg_ptr_slot(func);
 	/* Entries are never removed: a lock-free read finds a published one. */
@@ -77,7 +143,7 @@ const struct cg_kinfo *cg_kinfo_get(const void *func)
 	}
 	struct cg_kinfo *ki = probe < CG_KINFO_SLOTS ? cg_kinfo_tab[i] : NULL;
 	if (!ki && probe < CG_KINFO_SLOTS) {
-		ki = cg_kinfo_learn(func);
+		ki = drv ? cg_kinfo_learn_driver(func) : cg_kinfo_learn_runtime(func);
 		if (ki)
 			__atomic_store_n(&cg_kinfo_tab[i], ki, __ATOMIC_RELEASE);
 	}
@@ -111,14 +177,98 @@ int cg_op_from_cudaLaunchKernel(struct cg_op *op, int pt, enum cg_reason *why, c
 	op->u.k.block = block;
 	op->u.k.shmem = shmem;
 	op->u.k.args = args;
+	op->u.k.extra = NULL;
 	op->u.k.params = NULL;
-	op->u.k.ki = cg_kinfo_get(func);
+	op->u.k.drv = 0;
+	op->u.k.packed = 0;
+	op->u.k.ki = cg_kinfo_get(func, 0);
 	if (!op->u.k.ki) {
 		*why = CG_WHY_PARAM_INFO;
 		return -ENOENT;
 	}
+	if (op->u.k.ki->nccl) {
+		*why = CG_WHY_NCCL;
+		return -ENOTSUP;
+	}
 	op->nbytes = op->u.k.ki->total;
 	return 0;
+}
+
+/* A driver launch: parameters as pointers, or one packed buffer in extra. */
+int cg_op_from_drv_cuLaunchKernel(struct cg_op *op, int pt, enum cg_reason *why, CUfunction f,
+				  unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+				  unsigned bz, unsigned shmem, CUstream s, void **params, void **extra)
+{
+	cg_op_init(op, CG_OP_KERNEL, pt, (cudaStream_t)s);
+	op->u.k.func = f;
+	op->u.k.grid = (dim3){ gx, gy, gz };
+	op->u.k.block = (dim3){ bx, by, bz };
+	op->u.k.shmem = shmem;
+	op->u.k.args = params;
+	op->u.k.extra = NULL;
+	op->u.k.params = NULL;
+	op->u.k.drv = 1;
+	op->u.k.packed = 0;
+	op->u.k.ki = cg_kinfo_get(f, 1);
+	if (!op->u.k.ki) {
+		*why = CG_WHY_PARAM_INFO;
+		return -ENOENT;
+	}
+	if (op->u.k.ki->nccl) {
+		*why = CG_WHY_NCCL;
+		return -ENOTSUP;
+	}
+	op->nbytes = op->u.k.ki->total;
+	if (!params && extra) {
+		const void *buf = NULL;
+		size_t size = 0;
+		for (void **e = extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
+			if (e[0] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+				buf = e[1];
+			else if (e[0] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+				size = *(const size_t *)e[1];
+			else
+				return -ENOTSUP;
+		}
+		if (!buf || size > 65536)
+			return -ENOTSUP;
+		op->u.k.extra = buf;
+		op->u.k.packed = 1;
+		op->nbytes = (uint32_t)size;
+	}
+	return 0;
+}
+
+int cg_op_from_drv_cuLaunchKernelEx(struct cg_op *op, int pt, enum cg_reason *why,
+				    const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
+{
+	if (!c)
+		return -EINVAL;
+	if (c->numAttrs) {
+		*why = CG_WHY_LAUNCH_ATTRIBUTE;
+		return -ENOTSUP;
+	}
+	return cg_op_from_drv_cuLaunchKernel(op, pt, why, f, c->gridDimX, c->gridDimY, c->gridDimZ,
+					     c->blockDimX, c->blockDimY, c->blockDimZ,
+					     c->sharedMemBytes, c->hStream, params, extra);
+}
+
+void cg_kernel_args(const struct cg_op *op, void **argv, void **extra, size_t *extra_size)
+{
+	if (op->u.k.packed) {
+		*extra_size = op->nbytes;
+		extra[0] = CU_LAUNCH_PARAM_BUFFER_POINTER;
+		extra[1] = (void *)op->u.k.params;
+		extra[2] = CU_LAUNCH_PARAM_BUFFER_SIZE;
+		extra[3] = extra_size;
+		extra[4] = CU_LAUNCH_PARAM_END;
+		return;
+	}
+	const uint8_t *p = op->u.k.params;
+	for (uint32_t i = 0; i < op->u.k.ki->nparams; i++) {
+		argv[i] = (void *)p;
+		p += op->u.k.ki->size[i];
+	}
 }
 
 int cg_op_from_cudaLaunchKernelExC(struct cg_op *op, int pt, enum cg_reason *why,
@@ -249,12 +399,24 @@ int cg_op_submit(const struct cg_op *op)
 	cg_busy++;
 	switch (op->kind) {
 	case CG_OP_KERNEL: {
-		const struct cg_kinfo *ki = op->u.k.ki;
-		void *argv[CG_MAX_PARAMS];
-		const uint8_t *p = op->u.k.params;
-		for (uint32_t i = 0; i < ki->nparams; i++) {
-			argv[i] = (void *)p;
-			p += ki->size[i];
+		void *argv[CG_MAX_PARAMS], *extra[5];
+		size_t size;
+		cg_kernel_args(op, argv, extra, &size);
+		if (op->u.k.drv) {
+			/* Streams are explicit handles: either variant will do. */
+			CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+					   unsigned, unsigned, CUstream, void **, void **) =
+				cg_drv.cuLaunchKernel ? cg_drv.cuLaunchKernel : cg_drv.cuLaunchKernel_ptsz;
+			if (!launch) {
+				rc = cudaErrorNotSupported;
+				break;
+			}
+			rc = (cudaError_t)launch((CUfunction)op->u.k.func, op->u.k.grid.x, op->u.k.grid.y,
+						 op->u.k.grid.z, op->u.k.block.x, op->u.k.block.y,
+						 op->u.k.block.z, (unsigned)op->u.k.shmem,
+						 (CUstream)op->stream, op->u.k.packed ? NULL : argv,
+						 op->u.k.packed ? extra : NULL);
+			break;
 		}
 		rc = cg_real.cudaLaunchKernel(op->u.k.func, op->u.k.grid, op->u.k.block, argv,
 					      op->u.k.shmem, op->stream);
@@ -293,7 +455,8 @@ int cg_op_same_shape(const struct cg_op *a, const struct cg_op *b)
 		return 0;
 	switch (a->kind) {
 	case CG_OP_KERNEL:
-		return a->u.k.func == b->u.k.func && cg_dim3_eq(a->u.k.grid, b->u.k.grid) &&
+		return a->u.k.func == b->u.k.func && a->u.k.drv == b->u.k.drv &&
+		       a->u.k.packed == b->u.k.packed && a->nbytes == b->nbytes && cg_dim3_eq(a->u.k.grid, b->u.k.grid) &&
 		       cg_dim3_eq(a->u.k.block, b->u.k.block) && a->u.k.shmem == b->u.k.shmem;
 	case CG_OP_MEMCPY:
 		return a->u.cp.kind == b->u.cp.kind && a->u.cp.count == b->u.cp.count &&
@@ -318,6 +481,8 @@ uint64_t cg_op_shape_hash(const struct cg_op *op)
 	switch (op->kind) {
 	case CG_OP_KERNEL:
 		MIX((uintptr_t)op->u.k.func);
+		MIX(op->u.k.drv);
+		MIX(op->nbytes);
 		MIX(op->u.k.grid.x); MIX(op->u.k.grid.y); MIX(op->u.k.grid.z);
 		MIX(op->u.k.block.x); MIX(op->u.k.block.y); MIX(op->u.k.block.z);
 		MIX(op->u.k.shmem);

@@ -24,6 +24,7 @@ const char *const cg_reason_names[CG_WHY_COUNT] = {
 	[CG_WHY_BACKOFF_SLOW] = "backoff_not_faster",
 	[CG_WHY_BACKOFF_NOREPEAT] = "backoff_no_repeat",
 	[CG_WHY_DRIVER_CALL] = "driver_call",
+	[CG_WHY_NCCL] = "nccl_kernel",
 };
 
 #define LD(x) atomic_load_explicit(&cg_stats.x, memory_order_relaxed)

@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+# scripts/bench_report.py: turns the JSON collected by scripts/bench into a Markdown table
+# (docs/bench.md) and a bar chart (docs/bench.png), and prints the table.
+"""Usage: bench_report.py RESULTS.json [--md docs/bench.md] [--png docs/bench.png]"""
+import argparse
+import json
+import os
+import sys
+
+
+def fmt(v, spec=".1f", none="–"):
+    return none if v is None else format(v, spec)
+
+
+def fmt_x(v):
+    return "–" if v is None else f"{v:.2f}×"
+
+
+def fmt_share(v):
+    return "–" if v is None else f"{100 * v:.1f}%"
+
+
+def fmt_payback(row):
+    if row.get("payback_iters") is not None:
+        return f"{row['payback_iters']:.0f}"
+    if row.get("one_time_us") is not None and row.get("eager_us") and row.get("cgraft_us"):
+        return "never"  # cgraft is not faster per iteration: the one-time cost never returns
+    return "–"
+
+
+def fmt_match(v):
+    return {True: "same", False: "**DIFFERS**", None: "–"}[v]
+
+
+def table(res):
+    m = res.get("meta", {})
+    lines = ["# cgraft benchmark", ""]
+    lines.append(f"- GPU: {m.get('gpu', 'unknown')} (driver {m.get('driver', '?')}, "
+                 f"CUDA {m.get('cuda_driver_api', '?')} driver API, toolkit {m.get('cuda_toolkit', '?')})")
+    lines.append(f"- Date: {m.get('date', '?')}")
+    lines.append(f"- Bench wall time: {res.get('seconds', 0):.0f} s")
+    lines.append("")
+    lines.append("Times are medians over at least 5 timed repeats, per iteration (per training step for "
+                 "torch). *speedup* = eager / cgraft; *vs graph* = cgraft / hand-written graph (1.0 is the "
+                 "limit); *one-time* = record + instantiate cost from cgraft's stats; *payback* = one-time "
+                 "cost / (eager − cgraft) in iterations; *output* compares the program's output bare and "
+                 "under cgraft.")
+    lines.append("")
+    lines.append("| workload | eager µs | cgraft µs | graph µs | speedup | vs graph | replayed | one-time ms "
+                 "| payback iters | output |")
+    lines.append("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |")
+    for r in res.get("rows", []):
+        name = r["name"] + (f" (failed: {', '.join(r['failed'])})" if r.get("failed") else "")
+        ot = r.get("one_time_us")
+        lines.append(f"| {name} | {fmt(r.get('eager_us'))} | {fmt(r.get('cgraft_us'))} | {fmt(r.get('graph_us'))} "
+                     f"| {fmt_x(r.get('speedup'))} | {fmt(r.get('vs_graph'), '.2f')} "
+                     f"| {fmt_share(r.get('replay_share'))} | {fmt(None if ot is None else ot / 1000, '.2f')} "
+                     f"| {fmt_payback(r)} | {fmt_match(r.get('output_match'))} |")
+    pt = res.get("passthrough")
+    if pt:
+        lines += ["", "## Interception cost per call (same binary)", "",
+                  "| API | bare ns | preloaded, CGRAFT_ENABLE=0 ns | added ns | CGRAFT_ENABLE=1 ns |",
+                  "| --- | ---: | ---: | ---: | ---: |"]
+        for p in pt:
+            lines.append(f"| {p['api']} | {fmt(p.get('bare_ns'))} | {fmt(p.get('disabled_ns'))} "
+                         f"| {fmt(p.get('overhead_ns'), '+.1f')} | {fmt(p.get('enabled_ns'))} |")
+    if res.get("skipped"):
+        lines += ["", "Skipped (time budget or missing dependency): " + ", ".join(res["skipped"])]
+    fb = {}
+    for r in res.get("rows", []):
+        for k, v in (r.get("stats", {}).get("fallbacks") or {}).items():
+            fb.setdefault(k, []).append(f"{r['name']}: {v}")
+    if fb:
+        lines += ["", "## Fallbacks reported by cgraft", ""]
+        for k in sorted(fb):
+            lines.append(f"- `{k}`: " + "; ".join(fb[k]))
+    return "\n".join(lines) + "\n"
+
+
+def chart(res, path):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print(f"bench_report: matplotlib missing, {path} not written", file=sys.stderr)
+        return False
+    rows = [r for r in res.get("rows", []) if r.get("eager_us")]
+    pt = res.get("passthrough") or []
+    if not rows and not pt:
+        return False
+    fig, axes = plt.subplots(1, 2 if pt else 1, figsize=(14 if pt else 10, 5),
+                             gridspec_kw={"width_ratios": [3, 1]} if pt else None)
+    ax = axes[0] if pt else axes
+    names = [r["name"] for r in rows]
+    x = list(range(len(rows)))
+    w = 0.38
+    cg = [r.get("speedup") or 0 for r in rows]
+    gr = [r.get("graph_speedup") or 0 for r in rows]
+    b1 = ax.bar([i - w / 2 for i in x], cg, w, label="cgraft (eager / cgraft)")
+    b2 = ax.bar([i + w / 2 for i in x], gr, w, label="hand-written graph (eager / graph)")
+    ax.axhline(1.0, color="black", linewidth=0.8)
+    ax.set_xticks(x)
+    ax.set_xticklabels(names, rotation=30, ha="right")
+    ax.set_ylabel("speedup over eager (×)")
+    ax.set_title("Per-iteration speedup over plain eager launches")
+    for bars in (b1, b2):
+        for b in bars:
+            if b.get_height() > 0:
+                ax.annotate(f"{b.get_height():.2f}", (b.get_x() + b.get_width() / 2, b.get_height()),
+                            ha="center", va="bottom", fontsize=7)
+    ax.legend()
+    if pt:
+        ax2 = axes[1]
+        apis = [p["api"] for p in pt]
+        ov = [p.get("overhead_ns") or 0 for p in pt]
+        ax2.barh(apis, ov, color="tab:gray")
+        ax2.set_xlabel("ns added per call (CGRAFT_ENABLE=0 vs bare)")
+        ax2.set_title("Interception cost")
+        ax2.axvline(0, color="black", linewidth=0.8)
+    m = res.get("meta", {})
+    fig.suptitle(f"cgraft on {m.get('gpu', 'unknown GPU')}, driver {m.get('driver', '?')}, {m.get('date', '')}")
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    fig.savefig(path, dpi=120)
+    return True
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("results")
+    ap.add_argument("--md", default="docs/bench.md")
+    ap.add_argument("--png", default="docs/bench.png")
+    a = ap.parse_args()
+    with open(a.results) as f:
+        res = json.load(f)
+    md = table(res)
+    os.makedirs(os.path.dirname(os.path.abspath(a.md)), exist_ok=True)
+    with open(a.md, "w") as f:
+        f.write(md)
+        if chart(res, a.png):
+            f.write(f"\n![benchmark chart]({os.path.basename(a.png)})\n")
+    print(md)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

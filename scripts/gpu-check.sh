@@ -1,0 +1,215 @@
+#!/usr/bin/env bash
+# scripts/gpu-check.sh: the one command for the GPU machine: build, GPU test suite, PyTorch
+# losses bare vs under cgraft, then the benchmark; logs under $OUT (else ./gpu-out).
+#
+# Fits in 9 minutes: every step has a time limit and the benchmark gets what is left.
+set -u
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT" || exit 1
+OUT=${OUT:-$ROOT/gpu-out}
+mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)
+BUILD=${BUILD:-$ROOT/build}
+T0=$(date +%s)
+TOTAL_S=${GPU_CHECK_TOTAL_S:-530}
+PY=${PYTHON:-python3}
+
+SUMMARY=()
+FAILED=0
+elapsed() { echo $(( $(date +%s) - T0 )); }
+left() { echo $(( TOTAL_S - $(elapsed) )); }
+note() { printf '[%4ss] %s\n' "$(elapsed)" "$*"; }
+record() { # step status seconds detail
+    SUMMARY+=("$(printf '%-22s %-5s %5ss  %s' "$1" "$2" "$3" "$4")")
+    [ "$2" = FAIL ] && FAILED=1
+    return 0
+}
+
+# --- tools ---------------------------------------------------------------------
+[ -d /usr/local/cuda/bin ] && PATH=/usr/local/cuda/bin:$PATH
+if command -v meson >/dev/null 2>&1; then
+    MESON=(meson)
+elif "$PY" -c 'import mesonbuild' >/dev/null 2>&1; then
+    MESON=("$PY" -m mesonbuild.mesonmain)
+else
+    echo "gpu-check: meson not found (neither on PATH nor as a python module)" >&2
+    exit 1
+fi
+if ! command -v ninja >/dev/null 2>&1; then
+    # The pip package puts the binary next to its module, not always on PATH.
+    NINJA_DIR=$("$PY" -c 'import ninja, os; print(getattr(ninja, "BIN_DIR", os.path.join(os.path.dirname(ninja.__file__), "data", "bin")))' 2>/dev/null)
+    [ -n "${NINJA_DIR:-}" ] && [ -x "$NINJA_DIR/ninja" ] && PATH=$NINJA_DIR:$PATH
+fi
+export PATH
+{
+    date
+    nvidia-smi 2>&1
+    nvcc --version 2>&1
+    "${MESON[@]}" --version 2>&1
+    ninja --version 2>&1
+    "$PY" -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)' 2>&1
+} >"$OUT/env.txt"
+note "logs in $OUT"
+
+# --- build ---------------------------------------------------------------------
+t=$(date +%s)
+build_ok=1
+if [ ! -f "$BUILD/build.ninja" ]; then
+    TESTS_OPT=-Dtests=true
+    pkg-config --exists cmocka 2>/dev/null || TESTS_OPT=-Dtests=false
+    if ! timeout 120 "${MESON[@]}" setup "$BUILD" "$TESTS_OPT" -Dgpu=enabled >"$OUT/setup.log" 2>&1; then
+        # cmocka may be present without pkg-config metadata, or broken: the unit
+        # suites are not what this check is for.
+        rm -rf "$BUILD"
+        timeout 120 "${MESON[@]}" setup "$BUILD" -Dtests=false -Dgpu=enabled >>"$OUT/setup.log" 2>&1 || build_ok=0
+    fi
+fi
+if [ $build_ok = 1 ]; then
+    if command -v ninja >/dev/null 2>&1; then
+        timeout 240 ninja -C "$BUILD" >"$OUT/build.log" 2>&1 || build_ok=0
+    else
+        timeout 240 "${MESON[@]}" compile -C "$BUILD" >"$OUT/build.log" 2>&1 || build_ok=0
+    fi
+fi
+if [ $build_ok = 1 ]; then
+    record build PASS $(( $(date +%s) - t )) "$BUILD"
+else
+    record build FAIL $(( $(date +%s) - t )) "see setup.log / build.log"
+    tail -30 "$OUT/setup.log" "$OUT/build.log" 2>/dev/null
+fi
+LIB=$BUILD/shim/libcgraft.so
+note "build done"
+
+# --- GPU test suite and PyTorch losses, side by side -------------------------------
+# Correctness runs do not care about timing, so they share the GPU; the benchmark
+# afterwards runs alone.
+t=$(date +%s)
+if [ $build_ok = 1 ]; then
+    tests_limit=$(( $(left) - 120 ))
+    [ $tests_limit -gt 200 ] && tests_limit=200
+    [ $tests_limit -lt 30 ] && tests_limit=30
+    timeout $tests_limit "$PY" tests/gpu/run_gpu_tests.py "$BUILD" --lib "$LIB" --out "$OUT/gpu-tests" \
+        --json "$OUT/gpu-tests.json" >"$OUT/gpu-tests.log" 2>&1 &
+    TESTS_PID=$!
+fi
+
+torch_check() {
+    mkdir -p "$OUT/torch"
+    if ! "$PY" -c 'import torch' >/dev/null 2>&1; then
+        echo "SKIP torch not importable"
+        return 0
+    fi
+    local rc=0
+    for m in mlp transformer; do
+        # Leave the benchmark its share of the 9 minutes.
+        if [ "$(left)" -lt 240 ]; then
+            echo "FAIL $m: not run, $(left) s left"
+            rc=1
+            continue
+        fi
+        local sd="$OUT/torch/$m.stats"
+        rm -rf "$sd"
+        mkdir -p "$sd"
+        env -u LD_PRELOAD timeout 90 "$PY" scripts/torch_train.py --model "$m" --steps 50 \
+            --out "$OUT/torch/$m.bare.txt" >"$OUT/torch/$m.bare.out" 2>"$OUT/torch/$m.bare.err"
+        local rb=$?
+        LD_PRELOAD=$LIB CGRAFT_ENABLE=1 CGRAFT_STATS="$sd/stats.%p.json" timeout 90 "$PY" scripts/torch_train.py \
+            --model "$m" --steps 50 --out "$OUT/torch/$m.cgraft.txt" \
+            >"$OUT/torch/$m.cgraft.out" 2>"$OUT/torch/$m.cgraft.err"
+        local rcg=$?
+        local share
+        share=$("$PY" - "$sd" <<'EOF'
+import glob, json, sys
+rep = tot = 0
+for p in glob.glob(sys.argv[1] + "/*.json"):
+    try:
+        d = json.load(open(p))
+    except (OSError, ValueError):
+        continue
+    rep += d.get("ops_replayed", 0); tot += d.get("ops_total", 0)
+print(f"replayed {100 * rep / tot:.1f}% ({rep}/{tot} ops)" if tot else "no stats")
+EOF
+)
+        if [ $rb -ne 0 ] || [ $rcg -ne 0 ]; then
+            echo "FAIL $m: exit bare=$rb cgraft=$rcg; $share"
+            tail -5 "$OUT/torch/$m.bare.err" "$OUT/torch/$m.cgraft.err"
+            rc=1
+        elif cmp -s "$OUT/torch/$m.bare.txt" "$OUT/torch/$m.cgraft.txt"; then
+            echo "PASS $m: 50 losses identical; $share"
+        else
+            echo "FAIL $m: losses differ ($(diff "$OUT/torch/$m.bare.txt" "$OUT/torch/$m.cgraft.txt" | grep -c '^<') of 50); $share"
+            rc=1
+        fi
+    done
+    return $rc
+}
+
+if [ $build_ok = 1 ]; then
+    torch_check >"$OUT/torch.log" 2>&1
+    torch_rc=$?
+    if grep -q '^SKIP' "$OUT/torch.log"; then
+        record torch-losses SKIP $(( $(date +%s) - t )) "torch not importable"
+    elif [ $torch_rc -eq 0 ]; then
+        record torch-losses PASS $(( $(date +%s) - t )) "$(grep -h '^PASS' "$OUT/torch.log" | cut -c6- | tr '\n' ' ')"
+    else
+        record torch-losses FAIL $(( $(date +%s) - t )) "$(grep -h '^FAIL' "$OUT/torch.log" | cut -c6- | tr '\n' ' ')"
+    fi
+    note "torch check done"
+    wait "$TESTS_PID"
+    tests_rc=$?
+    last=$(tail -2 "$OUT/gpu-tests.log" | tr '\n' ' ')
+    case $tests_rc in
+        0) record gpu-tests PASS $(( $(date +%s) - t )) "$(grep '^gpu tests:.*passed' "$OUT/gpu-tests.log")" ;;
+        77) record gpu-tests SKIP $(( $(date +%s) - t )) "$last" ;;
+        *) record gpu-tests FAIL $(( $(date +%s) - t )) "rc=$tests_rc; $last" ;;
+    esac
+    note "gpu tests done"
+    grep -E '^(PASS|FAIL|SKIP)' "$OUT/gpu-tests.log" | head -80
+else
+    record gpu-tests FAIL 0 "not run: build failed"
+    record torch-losses FAIL 0 "not run: build failed"
+fi
+
+# --- benchmark -------------------------------------------------------------------
+t=$(date +%s)
+budget=$(( $(left) - 25 ))
+[ $budget -gt 300 ] && budget=300
+if [ "${tests_rc:-0}" = 77 ]; then
+    record bench SKIP 0 "no GPU"
+elif [ $build_ok = 1 ] && [ $budget -gt 30 ]; then
+    timeout $(( budget + 60 )) "$PY" scripts/bench --build "$BUILD" --no-build --out "$OUT/bench" \
+        --budget-s "$budget" >"$OUT/bench.log" 2>&1
+    bench_rc=$?
+    if [ $bench_rc -eq 0 ]; then
+        record bench PASS $(( $(date +%s) - t )) "$OUT/bench/bench.md"
+    else
+        record bench FAIL $(( $(date +%s) - t )) "rc=$bench_rc; $(tail -1 "$OUT/bench.log")"
+    fi
+else
+    record bench SKIP 0 "build failed or no time left ($budget s)"
+fi
+
+# --- summary ---------------------------------------------------------------------
+echo
+if [ -f "$OUT/bench/results.json" ]; then
+    "$PY" - "$OUT/bench/results.json" <<'EOF'
+import json, sys
+r = json.load(open(sys.argv[1]))
+f = lambda v, s: "-" if v is None else format(v, s)
+print(f"{'workload':<22} {'eager us':>9} {'cgraft us':>9} {'graph us':>9} {'speedup':>7} {'vs graph':>8} {'replayed':>8} output")
+for w in r["rows"]:
+    sh = w.get("replay_share")
+    out = {True: "same", False: "DIFFERS", None: "-"}[w.get("output_match")]
+    print(f"{w['name']:<22} {f(w.get('eager_us'), '9.1f')} {f(w.get('cgraft_us'), '9.1f')} "
+          f"{f(w.get('graph_us'), '9.1f')} {f(w.get('speedup'), '7.2f')} {f(w.get('vs_graph'), '8.2f')} "
+          f"{'-' if sh is None else format(100 * sh, '7.1f') + '%'} {out}")
+for p in r.get("passthrough") or []:
+    print(f"passthrough {p['api']:<22} bare {f(p.get('bare_ns'), '.1f')} ns, preloaded-off "
+          f"{f(p.get('disabled_ns'), '.1f')} ns ({f(p.get('overhead_ns'), '+.1f')})")
+EOF
+    echo
+fi
+echo "gpu-check summary ($(elapsed) s, logs in $OUT)"
+printf '%s\n' "${SUMMARY[@]}" | tee "$OUT/summary.txt"
+exit $FAILED

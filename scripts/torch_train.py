@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+# scripts/torch_train.py: launch-bound PyTorch training (MLP or transformer block, AdamW),
+# deterministic, losses written as float.hex; eager, or hand-captured with torch.cuda.graphs.
+"""Usage: torch_train.py --model mlp|transformer [--steps 50] [--out losses.txt] [--graph]
+
+Losses stay on the device until the end (one host read), so the only blocking
+points are the timing synchronisations. Prints "TIME us_per_step=..." on stderr
+(median over blocks of steps after warm-up) and a digest line on stdout.
+"""
+import argparse
+import os
+import statistics
+import sys
+import time
+
+# cuBLAS picks reproducible kernels only with a fixed workspace configuration,
+# and it reads this once, when it is loaded.
+os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+
+import torch  # noqa: E402
+import torch.nn as nn  # noqa: E402
+import torch.nn.functional as F  # noqa: E402
+
+
+class Block(nn.Module):
+    """Pre-norm transformer block: attention then MLP, both residual."""
+
+    def __init__(self, width, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1 = nn.LayerNorm(width)
+        self.qkv = nn.Linear(width, 3 * width)
+        self.proj = nn.Linear(width, width)
+        self.ln2 = nn.LayerNorm(width)
+        self.fc1 = nn.Linear(width, 4 * width)
+        self.fc2 = nn.Linear(4 * width, width)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln1(x)).split(c, dim=-1)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        a = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        x = x + self.proj(a.transpose(1, 2).reshape(b, t, c))
+        return x + self.fc2(F.gelu(self.fc1(self.ln2(x))))
+
+
+class Transformer(nn.Module):
+    def __init__(self, width, heads):
+        super().__init__()
+        self.block = Block(width, heads)
+        self.ln = nn.LayerNorm(width)
+        self.head = nn.Linear(width, width)
+
+    def forward(self, x):
+        return self.head(self.ln(self.block(x)))
+
+
+def make_mlp(width, depth):
+    layers = []
+    for _ in range(depth - 1):
+        layers += [nn.Linear(width, width), nn.GELU()]
+    layers.append(nn.Linear(width, width))
+    return nn.Sequential(*layers)
+
+
+def sdpa_context(name):
+    """The math backend is plain matmul and softmax: reproducible run to run.
+    The fused backends may use atomics in the backward pass."""
+    if name == "auto":
+        import contextlib
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    return sdpa_kernel({"math": SDPBackend.MATH, "efficient": SDPBackend.EFFICIENT_ATTENTION,
+                        "flash": SDPBackend.FLASH_ATTENTION}[name])
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--model", choices=["mlp", "transformer"], required=True)
+    ap.add_argument("--steps", type=int, default=50)
+    ap.add_argument("--out", default="losses.txt")
+    ap.add_argument("--graph", action="store_true", help="hand-captured CUDA graph of the whole step")
+    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--width", type=int, default=256)
+    ap.add_argument("--depth", type=int, default=4, help="MLP layers")
+    ap.add_argument("--seq", type=int, default=32, help="transformer sequence length")
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--warmup", type=int, default=10, help="untimed steps first (graph: includes capture)")
+    ap.add_argument("--block", type=int, default=5, help="steps per timed block")
+    ap.add_argument("--sdpa", choices=["math", "efficient", "flash", "auto"], default="math")
+    ap.add_argument("--seed", type=int, default=1234)
+    a = ap.parse_args()
+
+    if not torch.cuda.is_available():
+        print("torch_train: no CUDA device", file=sys.stderr)
+        return 77
+    if a.graph and a.warmup < 3:
+        a.warmup = 3  # the side-stream warm-up before capture needs its steps
+    if a.steps < a.warmup + a.block:
+        print(f"torch_train: --steps must be at least warmup+block ({a.warmup + a.block})", file=sys.stderr)
+        return 64
+
+    torch.manual_seed(a.seed)
+    torch.cuda.manual_seed_all(a.seed)
+    torch.use_deterministic_algorithms(True)
+    torch.backends.cudnn.deterministic = True
+    torch.backends.cudnn.benchmark = False
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    dev = torch.device("cuda")
+
+    if a.model == "mlp":
+        model = make_mlp(a.width, a.depth).to(dev)
+        shape = (a.batch, a.width)
+    else:
+        model = Transformer(a.width, a.heads).to(dev)
+        shape = (a.batch, a.seq, a.width)
+    # capturable keeps the optimizer's step count on the device: required for
+    # the graph, used in eager too so both run the same arithmetic.
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01, capturable=True, foreach=True)
+
+    g = torch.Generator(device=dev)
+    g.manual_seed(a.seed + 1)
+    xs = torch.randn((a.steps,) + shape, device=dev, generator=g)
+    ys = torch.randn((a.steps,) + shape, device=dev, generator=g)
+    losses = torch.zeros(a.steps, device=dev)
+
+    def train_step(x, y):
+        opt.zero_grad(set_to_none=True)
+        loss = F.mse_loss(model(x), y)
+        loss.backward()
+        opt.step()
+        return loss
+
+    sdpa = sdpa_context(a.sdpa)
+    step = 0
+    with sdpa:
+        if a.graph:
+            static_x = torch.empty_like(xs[0])
+            static_y = torch.empty_like(ys[0])
+            side = torch.cuda.Stream()
+            side.wait_stream(torch.cuda.current_stream())
+            with torch.cuda.stream(side):
+                for _ in range(3):  # builds optimizer state and autograd caches before capture
+                    static_x.copy_(xs[step])
+                    static_y.copy_(ys[step])
+                    losses[step].copy_(train_step(static_x, static_y).detach())
+                    step += 1
+            torch.cuda.current_stream().wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            opt.zero_grad(set_to_none=True)
+            with torch.cuda.graph(graph):
+                static_loss = train_step(static_x, static_y)
+
+            def run_step(i):
+                static_x.copy_(xs[i])
+                static_y.copy_(ys[i])
+                graph.replay()
+                losses[i].copy_(static_loss.detach())
+        else:
+            def run_step(i):
+                losses[i].copy_(train_step(xs[i], ys[i]).detach())
+
+        while step < a.warmup:
+            run_step(step)
+            step += 1
+        per_step = []
+        torch.cuda.synchronize()
+        while step + a.block <= a.steps:
+            t0 = time.perf_counter()
+            for _ in range(a.block):
+                run_step(step)
+                step += 1
+            torch.cuda.synchronize()
+            per_step.append((time.perf_counter() - t0) * 1e6 / a.block)
+        while step < a.steps:
+            run_step(step)
+            step += 1
+        torch.cuda.synchronize()
+
+    vals = losses.cpu().tolist()
+    with open(a.out, "w") as f:
+        for v in vals:
+            f.write(float(v).hex() + "\n")
+    print(f"torch {a.model} steps={a.steps} graph={int(a.graph)} first={float(vals[0]).hex()} "
+          f"last={float(vals[-1]).hex()}")
+    print(f"TIME us_per_step={statistics.median(per_step):.3f} min={min(per_step):.3f} "
+          f"blocks={len(per_step)} block={a.block}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
