@@ -2,6 +2,7 @@
  * call to the engine or to the real runtime. Generated from cuda_api.def. */
 #include <dlfcn.h>
 #include <errno.h>
+#include <pthread.h>
 
 #include "cgraft_i.h"
 
@@ -20,37 +21,39 @@ const char *const cg_api_names[CG_API_COUNT] = {
 
 /* The program's own runtime: next after us in the global scope, or, when the
  * program opened it RTLD_LOCAL (Python extension modules), by soname. */
-static void *cg_lookup(const char *name)
+static void *cg_lookup(void *handle, const char *name)
 {
 	cg_dlsym_fn real_dlsym = cg_dlsym_next();
-	if (!real_dlsym)
-		return NULL;
-	void *p = real_dlsym(RTLD_NEXT, name);
-	if (!p) {
-		void *h = dlopen("libcudart.so.13", RTLD_LAZY | RTLD_NOLOAD);
-		if (h) {
-			p = real_dlsym(h, name);
-			dlclose(h);
-		}
-	}
-	return p;
+	return real_dlsym ? real_dlsym(handle, name) : NULL;
 }
 
-int cg_resolve(void)
+static pthread_mutex_t cg_resolve_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int cg_resolve(int load)
 {
 	if (atomic_load_explicit(&cg_resolved, memory_order_acquire))
 		return 0;
+	pthread_mutex_lock(&cg_resolve_lock);
 	cg_busy++;
+	void *h = RTLD_NEXT;
+	if (!cg_lookup(h, "cudaLaunchKernel"))
+		h = dlopen("libcudart.so.13", RTLD_LAZY | RTLD_NOLOAD);
+	/* A program with a static runtime has none to find: cgraft then
+	 * builds its graphs through a runtime of its own. */
+	if (!h && load)
+		h = dlopen("libcudart.so.13", RTLD_NOW | RTLD_LOCAL);
+	if (h) {
 #define CG_RT(kind, name, family, pt, params, args) \
-	cg_real.name = (cudaError_t(*) params)cg_lookup(#name);
+	cg_real.name = (cudaError_t(*) params)cg_lookup(h, #name);
 #include "cuda_api.def"
 #undef CG_RT
+	}
 	cg_busy--;
+	if (h && cg_real.cudaLaunchKernel)
+		atomic_store_explicit(&cg_resolved, 1, memory_order_release);
+	pthread_mutex_unlock(&cg_resolve_lock);
 	cg_init();
-	if (!cg_real.cudaLaunchKernel)
-		return -ENOENT;
-	atomic_store_explicit(&cg_resolved, 1, memory_order_release);
-	return 0;
+	return atomic_load(&cg_resolved) ? 0 : -ENOENT;
 }
 
 /* A real entry point the runtime does not have: say so, never crash. */
@@ -64,7 +67,7 @@ static cudaError_t cg_missing(enum cg_api api)
 #define CG_ENTER(name)                                                         \
 	cg_count_call(CG_API_##name);                                          \
 	if (cg_unlikely(!atomic_load_explicit(&cg_resolved, memory_order_acquire))) \
-		cg_resolve();                                                  \
+		cg_resolve(0);                                                 \
 	if (cg_unlikely(!cg_real.name))                                        \
 		return cg_missing(CG_API_##name)
 

@@ -49,8 +49,9 @@ extern const char *const cg_api_names[CG_API_COUNT] CG_HIDDEN;
 /* glibc's own dlsym: cgraft's exported one answers the program. */
 typedef void *(*cg_dlsym_fn)(void *, const char *);
 cg_dlsym_fn cg_dlsym_next(void) CG_HIDDEN;
-/* Finds the real entry points; 0 when the runtime was found, -ENOENT if not. */
-int cg_resolve(void) CG_HIDDEN;
+/* Finds the real entry points; 0 when the runtime was found, -ENOENT if not.
+ * With load, opens libcudart.so.13 when the program has none of its own. */
+int cg_resolve(int load) CG_HIDDEN;
 extern atomic_int cg_resolved CG_HIDDEN;
 
 /* Depth of cgraft's own calls into CUDA on this thread: work cgraft submits

@@ -418,6 +418,13 @@ static int cg_try_defer(const struct cg_op *op, uint64_t shape)
 
 int cg_engine_submit(struct cg_op *op)
 {
+	/* Driver work from a program without a dynamic runtime: graphs are
+	 * built through one cgraft opens; without it, nothing is held. */
+	if (cg_unlikely(!atomic_load_explicit(&cg_resolved, memory_order_acquire)) && cg_resolve(1)) {
+		op->unrecorded = 1;
+		pthread_mutex_lock(&cg_lock);
+		return CG_EAGER;
+	}
 	pthread_mutex_lock(&cg_lock);
 	cg_check_thread();
 	cg_stat_add(ops_total, 1);
