@@ -114,7 +114,7 @@ torch_check() {
         env -u LD_PRELOAD timeout 90 "$PY" scripts/torch_train.py --model "$m" --steps 50 \
             --out "$OUT/torch/$m.bare.txt" >"$OUT/torch/$m.bare.out" 2>"$OUT/torch/$m.bare.err"
         local rb=$?
-        LD_PRELOAD=$LIB CGRAFT_ENABLE=1 CGRAFT_STATS="$sd/stats.%p.json" timeout 90 "$PY" scripts/torch_train.py \
+        LD_PRELOAD=$LIB CGRAFT_ENABLE=1 CGRAFT_REPORT=1 CGRAFT_STATS="$sd/stats.%p.json" timeout 90 "$PY" scripts/torch_train.py \
             --model "$m" --steps 50 --out "$OUT/torch/$m.cgraft.txt" \
             >"$OUT/torch/$m.cgraft.out" 2>"$OUT/torch/$m.cgraft.err"
         local rcg=$?
