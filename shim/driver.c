@@ -76,7 +76,8 @@ const char *const cg_drv_names[CG_DRV_COUNT] = {
 		struct cg_op op;                                               \
 		enum cg_reason why = CG_WHY_DRIVER_CALL;                       \
 		op.api = CG_API_COUNT;                                         \
-		if (cg_op_from_drv_##name(&op, pt, &why, CG_UNPAREN args) == 0) { \
+		if (cg_opt.driver_ops &&                                       \
+		    cg_op_from_drv_##name(&op, pt, &why, CG_UNPAREN args) == 0) { \
 			if (cg_engine_submit(&op) == CG_DEFERRED)              \
 				return CUDA_SUCCESS;                           \
 			CUresult rc = CG_DRV_CALL(name, args);                 \
@@ -188,6 +189,7 @@ static void *cg_dlsym_impl(void *handle, const char *name, const void *caller)
 	void *p = handle == RTLD_NEXT ? cg_dlsym_next_of(caller, name) : real(handle, name);
 	if (!p || !name || name[0] != 'c' || name[1] != 'u')
 		return p;
+	cg_stat_add(lookups, 1);
 	if (!strcmp(name, "cuGetProcAddress_v2") || !strcmp(name, "cuGetProcAddress")) {
 		extern void *cg_proc_wrap(const char *name, void *real) CG_HIDDEN;
 		return cg_proc_wrap(name, p);
@@ -217,16 +219,20 @@ typedef CUresult (*cg_gpa1_fn)(const char *, void **, int, cuuint64_t);
 static cg_gpa2_fn cg_real_gpa2;
 static cg_gpa1_fn cg_real_gpa1;
 
-/* Wrapping assumes the ABI of CUDA 12.0 and later for each query name. */
-#define CG_MIN_WRAPPED_VERSION 12000
+/* Libraries often ask for the version an entry point appeared in, not the
+ * one they were built with. Every ABI in the list is that of CUDA 10.1 and
+ * later (cuStreamBeginCapture took its mode then); cuGetProcAddress itself
+ * took its status argument in 12.0. */
+#define CG_MIN_WRAPPED_VERSION 10010
 
 static void cg_proc_result(const char *symbol, void **pfn, int version, cuuint64_t flags)
 {
+	cg_stat_add(lookups, 1);
 	if (!*pfn || version < CG_MIN_WRAPPED_VERSION)
 		return;
 	if (!strcmp(symbol, "cuGetProcAddress")) {
 		extern void *cg_proc_wrap(const char *name, void *real) CG_HIDDEN;
-		*pfn = cg_proc_wrap("cuGetProcAddress_v2", *pfn);
+		*pfn = cg_proc_wrap(version >= 12000 ? "cuGetProcAddress_v2" : "cuGetProcAddress", *pfn);
 		return;
 	}
 	int pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;

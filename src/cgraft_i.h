@@ -72,6 +72,7 @@ struct cg_options {
 	long max_segment_ops;
 	long max_variants;
 	int backoff_slow;
+	int driver_ops;
 };
 extern struct cg_options cg_opt CG_HIDDEN;
 /* Reads CGRAFT_* once; returns 0, or -EINVAL after printing what was wrong
@@ -128,6 +129,7 @@ struct cg_stats {
 		ops_replayed, divergences, node_updates, variants;
 	atomic_ullong fallbacks[CG_WHY_COUNT];
 	atomic_ullong record_ns, instantiate_ns, backoffs;
+	atomic_ullong lookups; /* dlsym and cuGetProcAddress calls answered */
 };
 extern struct cg_stats cg_stats CG_HIDDEN;
 extern const char *const cg_reason_names[CG_WHY_COUNT] CG_HIDDEN;

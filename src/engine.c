@@ -226,6 +226,17 @@ static int cg_cut(void)
 	return known;
 }
 
+/* Whether most ops of the two halves of a 2p-op segment carry the same
+ * arguments too. A loop's iteration does, but for a counter or an RNG offset;
+ * a layer repeated within the iteration does not (other weights). */
+static int cg_values_recur(size_t p)
+{
+	size_t same = 0;
+	for (size_t i = 0; i < p; i++)
+		same += (size_t)cg_op_same_values(&E.ops[i], &E.ops[i + p]);
+	return 2 * same >= p;
+}
+
 /* Period detection: a candidate period p is born where an op equals the
  * segment's first op, and lives while each op equals the one p before it.
  * When it has matched p ops the segment is two identical halves. */
@@ -242,6 +253,11 @@ static void cg_period_step(void)
 		size_t p = E.period[i];
 		if (E.shape[k] != E.shape[k - p])
 			continue;
+		if (k + 1 == 2 * p && !cg_values_recur(p)) {
+			/* Same shapes, other arguments: a part of the iteration
+			 * (layers, a chain of one kernel) repeating inside it. */
+			continue;
+		}
 		if (k + 1 == 2 * p) {
 			/* Two halves: learn the first, keep the second;
 			 * each took about half the time. */

@@ -23,6 +23,7 @@ struct cg_options cg_opt = {
 	.max_segment_ops = 4096,
 	.max_variants = 4,
 	.backoff_slow = 1,
+	.driver_ops = 1,
 };
 
 enum cg_opt_type { CG_OPT_BOOL, CG_OPT_COUNT, CG_OPT_LEVEL, CG_OPT_PATH, CG_OPT_RANGE };
@@ -59,6 +60,8 @@ static const struct cg_opt_desc cg_opt_table[] = {
 	  "a segment with no blocking point is cut at this many ops" },
 	{ "CGRAFT_MAX_VARIANTS", CG_OPT_COUNT, &cg_opt.max_variants, 1, "4",
 	  "instantiated graphs per segment shape for recurring argument sets" },
+	{ "CGRAFT_DRIVER_OPS", CG_OPT_BOOL, &cg_opt.driver_ops, 0, "1",
+	  "replay kernels launched through the driver (cuBLAS, static runtimes); 0 makes them segment ends" },
 	{ "CGRAFT_BACKOFF_SLOW", CG_OPT_BOOL, &cg_opt.backoff_slow, 0, "1",
 	  "send a segment back to eager when its replay does not save host time" },
 };

@@ -40,7 +40,16 @@ void cg_stats_write_json(FILE *f)
 		fprintf(f, "%s\n    \"%s\": %llu", sep, cg_api_names[i], n);
 		sep = ",";
 	}
-	fprintf(f, "%s},\n", *sep ? "\n  " : "");
+	fprintf(f, "%s},\n  \"driver_calls\": {", *sep ? "\n  " : "");
+	sep = "";
+	for (int i = 0; i < CG_DRV_COUNT; i++) {
+		unsigned long long n = LD(drv_calls[i]);
+		if (!n)
+			continue;
+		fprintf(f, "%s\n    \"%s\": %llu", sep, cg_drv_names[i], n);
+		sep = ",";
+	}
+	fprintf(f, "%s},\n  \"lookups\": %llu,\n", *sep ? "\n  " : "", LD(lookups));
 	fprintf(f, "  \"segments\": %llu,\n  \"graphs_built\": %llu,\n  \"graph_launches\": %llu,\n"
 		   "  \"ops_total\": %llu,\n  \"ops_replayed\": %llu,\n  \"divergences\": %llu,\n"
 		   "  \"node_updates\": %llu,\n  \"variants\": %llu,\n  \"backoffs\": %llu,\n"

@@ -14,13 +14,13 @@
 static const struct cg_options defaults = {
 	.enable = 1, .log_level = CG_LOG_ERROR + 5, .min_repeats = 2, .window_lo = 0,
 	.window_hi = LONG_MAX, .min_ops = 3, .max_graphs = 64, .max_segment_ops = 4096,
-	.max_variants = 4, .backoff_slow = 1,
+	.max_variants = 4, .backoff_slow = 1, .driver_ops = 1,
 };
 
 static const char *const vars[] = { "CGRAFT_ENABLE", "CGRAFT_LOG", "CGRAFT_STATS", "CGRAFT_REPORT",
 				    "CGRAFT_MIN_REPEATS", "CGRAFT_WARMUP", "CGRAFT_WINDOW",
 				    "CGRAFT_MIN_OPS", "CGRAFT_MAX_GRAPHS", "CGRAFT_MAX_SEGMENT_OPS",
-				    "CGRAFT_MAX_VARIANTS", "CGRAFT_BACKOFF_SLOW" };
+				    "CGRAFT_MAX_VARIANTS", "CGRAFT_BACKOFF_SLOW", "CGRAFT_DRIVER_OPS" };
 
 static int reset(void **state)
 {
