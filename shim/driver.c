@@ -219,16 +219,41 @@ typedef CUresult (*cg_gpa1_fn)(const char *, void **, int, cuuint64_t);
 static cg_gpa2_fn cg_real_gpa2;
 static cg_gpa1_fn cg_real_gpa1;
 
-/* Libraries often ask for the version an entry point appeared in, not the
- * one they were built with. Every ABI in the list is that of CUDA 10.1 and
- * later (cuStreamBeginCapture took its mode then); cuGetProcAddress itself
- * took its status argument in 12.0. */
-#define CG_MIN_WRAPPED_VERSION 10010
+/* The CUDA version from which a lookup of an entry's query name returns
+ * that entry's ABI (cudaTypedefs.h names them PFN_<query>_v<version>); an
+ * older version gets an older ABI, which cgraft leaves alone. */
+static int cg_drv_since(const char *name)
+{
+	static const struct {
+		const char *name;
+		int since;
+	} abi[] = {
+		{ "cuMemcpyHtoDAsync_v2", 3020 }, { "cuMemcpyDtoHAsync_v2", 3020 },
+		{ "cuMemcpyDtoDAsync_v2", 3020 }, { "cuMemcpy2DAsync_v2", 3020 },
+		{ "cuMemcpy3DAsync_v2", 3020 },   { "cuMemcpyHtoD_v2", 3020 },
+		{ "cuMemcpyDtoH_v2", 3020 },      { "cuMemcpyDtoD_v2", 3020 },
+		{ "cuMemFree_v2", 3020 },         { "cuStreamDestroy_v2", 4000 },
+		{ "cuEventDestroy_v2", 4000 },    { "cuCtxPushCurrent_v2", 4000 },
+		{ "cuStreamBeginCapture_v2", 10010 }, { "cuCtxSynchronize_v2", 13000 },
+	};
+	size_t n = strlen(name);
+	/* The per-thread variants share their plain entry's ABI. */
+	if (n > 5 && (!strcmp(name + n - 5, "_ptsz") || !strcmp(name + n - 5, "_ptds")))
+		n -= 5;
+	for (size_t i = 0; i < sizeof abi / sizeof abi[0]; i++)
+		if (strlen(abi[i].name) == n && !strncmp(abi[i].name, name, n))
+			return abi[i].since;
+	return 0;
+}
 
+/* Libraries often ask for the version an entry point appeared in (cuBLAS
+ * does), not the one they were built with: every lookup is wrapped, with the
+ * wrapper of the ABI that version gets. cuGetProcAddress itself took its
+ * status argument in 12.0. */
 static void cg_proc_result(const char *symbol, void **pfn, int version, cuuint64_t flags)
 {
 	cg_stat_add(lookups, 1);
-	if (!*pfn || version < CG_MIN_WRAPPED_VERSION)
+	if (!*pfn)
 		return;
 	if (!strcmp(symbol, "cuGetProcAddress")) {
 		extern void *cg_proc_wrap(const char *name, void *real) CG_HIDDEN;
@@ -236,11 +261,16 @@ static void cg_proc_result(const char *symbol, void **pfn, int version, cuuint64
 		return;
 	}
 	int pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
-	for (size_t i = 0; i < CG_NDRV; i++)
-		if (cg_drv_entries[i].pt == pt && !strcmp(cg_drv_entries[i].query, symbol)) {
-			*pfn = cg_drv_wrap(&cg_drv_entries[i], *pfn);
-			return;
-		}
+	const struct cg_drv_entry *best = NULL;
+	for (size_t i = 0; i < CG_NDRV; i++) {
+		const struct cg_drv_entry *e = &cg_drv_entries[i];
+		if (e->pt != pt || strcmp(e->query, symbol) || cg_drv_since(e->name) > version)
+			continue;
+		if (!best || cg_drv_since(e->name) > cg_drv_since(best->name))
+			best = e;
+	}
+	if (best)
+		*pfn = cg_drv_wrap(best, *pfn);
 }
 
 static CUresult cg_gpa2(const char *symbol, void **pfn, int version, cuuint64_t flags,

@@ -19,7 +19,9 @@ static unsigned long long cg_calls_total(void)
 	unsigned long long n = 0;
 	for (int i = 0; i < CG_API_COUNT; i++)
 		n += atomic_load_explicit(&cg_stats.calls[i], memory_order_relaxed);
-	return n;
+	for (int i = 0; i < CG_DRV_COUNT; i++)
+		n += atomic_load_explicit(&cg_stats.drv_calls[i], memory_order_relaxed);
+	return n + atomic_load_explicit(&cg_stats.ops_total, memory_order_relaxed);
 }
 
 /* A forked child starts from zero: what it reports is its own work. */
@@ -50,7 +52,10 @@ __attribute__((constructor)) static void cg_constructor(void)
 
 __attribute__((destructor)) static void cg_destructor(void)
 {
-	if (cg_is_child && cg_calls_total() == 0)
+	/* A process that never called CUDA (a forked worker, or a tool the
+	 * program ran, such as timeout or ldconfig) writes nothing: it must not
+	 * replace the file of the process that did. */
+	if (cg_calls_total() == 0)
 		return;
 	if (cg_opt.stats_path) {
 		char path[PATH_MAX];

@@ -65,8 +65,9 @@ static void b_load(void)
         return;
     void *p1 = NULL, *p2 = NULL;
     CUdriverProcAddressQueryResult st;
-    if (gpa("cuLaunchKernel", &p1, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &st) != CUDA_SUCCESS ||
-        gpa("cuLaunchKernelEx", &p2, CUDA_VERSION, CU_GET_PROC_ADDRESS_DEFAULT, &st) != CUDA_SUCCESS)
+    /* Like cuBLAS, ask for the version each entry point appeared in. */
+    if (gpa("cuLaunchKernel", &p1, 4000, CU_GET_PROC_ADDRESS_DEFAULT, &st) != CUDA_SUCCESS ||
+        gpa("cuLaunchKernelEx", &p2, 11060, CU_GET_PROC_ADDRESS_DEFAULT, &st) != CUDA_SUCCESS)
         return;
     B.launch = (__typeof__(&cuLaunchKernel))p1;
     B.launch_ex = (__typeof__(&cuLaunchKernelEx))p2;
