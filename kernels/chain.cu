@@ -52,8 +52,8 @@ int main(int argc, char **argv) {
 
     cudaGraphExec_t exec = nullptr;
     cudaGraphNode_t first = nullptr;
+    cudaGraph_t g = nullptr;
     if (mode == Mode::graph) {
-        cudaGraph_t g;
         CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
         for (int j = 0; j < k; j++) {
             k_axpb<<<grid, threads, 0, s>>>(y, x, n, as[j], bs[j]);
@@ -67,8 +67,8 @@ int main(int argc, char **argv) {
             fprintf(stderr, "captured chain has %zu roots\n", nroots);
             return 1;
         }
+        // The graph stays alive: its nodes name the exec's nodes in updates.
         CK(cudaGraphInstantiate(&exec, g, 0));
-        CK(cudaGraphDestroy(g));
     }
 
     auto body = [&](long it) {
@@ -104,6 +104,7 @@ int main(int argc, char **argv) {
     print_result(name, d, {read_device_float(y, 0), read_device_float(y, n - 1)});
 
     if (exec) CK(cudaGraphExecDestroy(exec));
+    if (g) CK(cudaGraphDestroy(g));
     CK(cudaStreamDestroy(s));
     CK(cudaFree(y));
     CK(cudaFree(x));

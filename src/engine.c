@@ -96,6 +96,9 @@ static struct {
 } E;
 
 static atomic_int cg_threads_seen;
+/* Counts work enqueued other than by cgraft's replays: a graph launched
+ * again with nothing in between needs no fork from its side streams. */
+static uint64_t cg_epoch;
 static int cg_dead; /* nothing repeats: pass-through for good */
 static CG_TLS int cg_thread_known;
 
@@ -119,7 +122,7 @@ static int cg_seg_reserve(void)
 
 /* Keeps a copy of op in the segment: kernel parameters packed, and for a
  * pageable source (deferred only) a snapshot of its bytes taken now. */
-static int cg_seg_push(const struct cg_op *op, int snapshot)
+static int cg_seg_push(const struct cg_op *op, uint64_t shape, int snapshot)
 {
 	if (cg_seg_reserve())
 		return -ENOMEM;
@@ -151,7 +154,7 @@ static int cg_seg_push(const struct cg_op *op, int snapshot)
 	}
 	if (E.n == 0)
 		E.t_first = cg_now_ns();
-	E.shape[E.n] = cg_op_shape_hash(op);
+	E.shape[E.n] = shape;
 	E.n++;
 	return 0;
 }
@@ -287,6 +290,7 @@ static void cg_period_step(void)
 /* ---- deferral --------------------------------------------------------- */
 static void cg_record_deferred_as_eager(void)
 {
+	cg_epoch++;
 	/* Submit in the original order; they become the recorded segment. */
 	for (size_t i = 0; i < E.n; i++) {
 		int rc = cg_op_submit(&E.ops[i]);
@@ -336,9 +340,20 @@ uint64_t cg_segno(void)
 	return E.segno;
 }
 
+uint64_t cg_epoch_now(void)
+{
+	return cg_epoch;
+}
+
+void cg_epoch_bump(void)
+{
+	cg_epoch++;
+}
+
 /* While the program captures, everything passes through untouched. */
 void cg_capture_stand_aside(int on)
 {
+	cg_epoch++; /* work enqueued while standing aside went unseen */
 	cg_engine_on = on ? 0 : (cg_opt.enable && !cg_dead);
 }
 
@@ -413,7 +428,7 @@ static int cg_try_defer(const struct cg_op *op, uint64_t shape)
 		}
 		E.ncand = w;
 	}
-	if (cg_seg_push(op, 1)) {
+	if (cg_seg_push(op, shape, 1)) {
 		/* Out of memory: give the deferred work back. */
 		cg_diverge(op);
 		return 0;
@@ -462,6 +477,7 @@ int cg_engine_submit(struct cg_op *op)
 
 void cg_engine_submitted(struct cg_op *op, int status)
 {
+	cg_epoch++;
 	if (op->unrecorded) {
 		pthread_mutex_unlock(&cg_lock);
 		return;
@@ -469,7 +485,7 @@ void cg_engine_submitted(struct cg_op *op, int status)
 	if (status != cudaSuccess) {
 		/* The program sees its error; cgraft keeps nothing of it. */
 		cg_flush();
-	} else if (cg_seg_push(op, 0) == 0) {
+	} else if (cg_seg_push(op, cg_op_shape_hash(op), 0) == 0) {
 		if (op->kind == CG_OP_HOST)
 			cg_cut(); /* the host may wait for it without calling CUDA */
 		else
@@ -480,10 +496,26 @@ void cg_engine_submitted(struct cg_op *op, int status)
 	pthread_mutex_unlock(&cg_lock);
 }
 
+/* Calls that only wait for or look at device work, and enqueue none. */
+static int cg_api_pure_sync(enum cg_api api)
+{
+	switch (api) {
+	case CG_API_cudaStreamSynchronize: case CG_API_cudaStreamSynchronize_ptsz:
+	case CG_API_cudaStreamQuery: case CG_API_cudaStreamQuery_ptsz:
+	case CG_API_cudaEventSynchronize: case CG_API_cudaEventQuery:
+	case CG_API_cudaEventElapsedTime: case CG_API_cudaDeviceSynchronize:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 void cg_engine_boundary(enum cg_api api, enum cg_reason why, int unsupported)
 {
 	pthread_mutex_lock(&cg_lock);
 	cg_check_thread();
+	if (!cg_api_pure_sync(api))
+		cg_epoch++;
 	if (unsupported) {
 		cg_count_fallback(why);
 		cg_debug("%s: not modelled (%s), runs eagerly",

@@ -9,6 +9,8 @@
 struct cg_tmpl;
 
 uint64_t cg_segno(void) CG_HIDDEN;
+uint64_t cg_epoch_now(void) CG_HIDDEN;
+void cg_epoch_bump(void) CG_HIDDEN;
 void cg_capture_stand_aside(int on) CG_HIDDEN;
 
 /* Counts a recorded shape; returns how often it has been seen. */
