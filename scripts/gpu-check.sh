@@ -12,7 +12,7 @@ mkdir -p "$OUT"
 OUT=$(cd "$OUT" && pwd)
 BUILD=${BUILD:-$ROOT/build}
 T0=$(date +%s)
-TOTAL_S=${GPU_CHECK_TOTAL_S:-530}
+TOTAL_S=${GPU_CHECK_TOTAL_S:-570}
 PY=${PYTHON:-python3}
 
 SUMMARY=()
@@ -174,7 +174,7 @@ fi
 # --- benchmark -------------------------------------------------------------------
 t=$(date +%s)
 budget=$(( $(left) - 25 ))
-[ $budget -gt 300 ] && budget=300
+[ $budget -gt 440 ] && budget=440
 if [ "${tests_rc:-0}" = 77 ]; then
     record bench SKIP 0 "no GPU"
 elif [ $build_ok = 1 ] && [ $budget -gt 30 ]; then
