@@ -568,15 +568,22 @@ cudaError_t cg_special_cudaStreamEndCapture(enum cg_api api, int pt, cudaStream_
 	return rc;
 }
 
+/* A handle the program destroys may come back as another object: graphs
+ * that name it go first. */
+static void cg_forget(enum cg_api api, cudaStream_t stream, cudaEvent_t event)
+{
+	if (!cg_engine_on)
+		return;
+	cg_engine_boundary(api, CG_WHY_UNSUPPORTED_API, 0);
+	pthread_mutex_lock(&cg_lock);
+	cg_tmpl_forget_handle(stream, event);
+	pthread_mutex_unlock(&cg_lock);
+}
+
 cudaError_t cg_special_cudaStreamDestroy(enum cg_api api, int pt, cudaStream_t stream)
 {
 	(void)pt;
-	if (cg_engine_on) {
-		cg_engine_boundary(api, CG_WHY_UNSUPPORTED_API, 0);
-		pthread_mutex_lock(&cg_lock);
-		cg_tmpl_forget_handle(stream, NULL);
-		pthread_mutex_unlock(&cg_lock);
-	}
+	cg_forget(api, stream, NULL);
 	cg_busy++;
 	cudaError_t rc = cg_real.cudaStreamDestroy(stream);
 	cg_busy--;
@@ -586,12 +593,7 @@ cudaError_t cg_special_cudaStreamDestroy(enum cg_api api, int pt, cudaStream_t s
 cudaError_t cg_special_cudaEventDestroy(enum cg_api api, int pt, cudaEvent_t event)
 {
 	(void)pt;
-	if (cg_engine_on) {
-		cg_engine_boundary(api, CG_WHY_UNSUPPORTED_API, 0);
-		pthread_mutex_lock(&cg_lock);
-		cg_tmpl_forget_handle(NULL, event);
-		pthread_mutex_unlock(&cg_lock);
-	}
+	cg_forget(api, NULL, event);
 	cg_busy++;
 	cudaError_t rc = cg_real.cudaEventDestroy(event);
 	cg_busy--;

@@ -359,14 +359,13 @@ static int cg_add_nodes(struct cg_tmpl *t)
 	size_t n = t->n;
 	struct cg_sstate *ss = calloc(n, sizeof *ss);
 	cudaGraphNode_t *deps = NULL;
-	size_t *last_rec = calloc(n, sizeof *last_rec); /* per op: its event's record index + 1 */
 	int ns = 0, rc = -ENOMEM, legacy = -1;
 	size_t stage = 0;
 	t->node = calloc(n, sizeof *t->node);
 	t->streams = calloc(n, sizeof *t->streams);
 	t->ext_wait = calloc(n, sizeof *t->ext_wait);
 	t->stage_off = calloc(n, sizeof *t->stage_off);
-	if (!ss || !last_rec || !t->node || !t->streams || !t->ext_wait || !t->stage_off)
+	if (!ss || !t->node || !t->streams || !t->ext_wait || !t->stage_off)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
 		const struct cg_op *op = &t->ops[i];
@@ -394,8 +393,10 @@ static int cg_add_nodes(struct cg_tmpl *t)
 		rc = -ENOMEM;
 		goto out;
 	}
-	size_t maxdeps = 0;
-	deps = malloc(sizeof *deps * (n + 1));
+	/* A node waits on its stream's frontier and, on the legacy stream, on
+	 * every blocking stream's: all frontiers hold at most a node per stream
+	 * and one per wait. */
+	deps = malloc(sizeof *deps * (2 * n + 2));
 	if (!deps)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
@@ -421,7 +422,6 @@ static int cg_add_nodes(struct cg_tmpl *t)
 		}
 		/* Edges: the stream's frontier, and the legacy stream's barrier. */
 		size_t nd = 0;
-		struct cg_sstate *srcs[2] = { s, NULL };
 		for (size_t k = 0; k < s->ntail; k++)
 			deps[nd++] = t->node[s->tail[k]];
 		if (s->legacy) {
@@ -430,11 +430,9 @@ static int cg_add_nodes(struct cg_tmpl *t)
 					for (size_t k = 0; k < ss[b].ntail; k++)
 						deps[nd++] = t->node[ss[b].tail[k]];
 		} else if (s->blocking && legacy >= 0) {
-			srcs[1] = &ss[legacy];
 			for (size_t k = 0; k < ss[legacy].ntail; k++)
 				deps[nd++] = t->node[ss[legacy].tail[k]];
 		}
-		(void)srcs;
 		/* Drop repeated edges. */
 		size_t w = 0;
 		for (size_t a = 0; a < nd; a++) {
@@ -445,8 +443,6 @@ static int cg_add_nodes(struct cg_tmpl *t)
 				deps[w++] = deps[a];
 		}
 		nd = w;
-		if (nd > maxdeps)
-			maxdeps = nd;
 		cudaError_t e = cudaErrorNotSupported;
 		switch (op->kind) {
 		case CG_OP_KERNEL:
@@ -492,7 +488,6 @@ out:
 		free(ss[i].tail);
 	free(ss);
 	free(deps);
-	free(last_rec);
 	return rc;
 }
 

@@ -168,8 +168,10 @@ static void cg_op_init(struct cg_op *op, enum cg_op_kind kind, int pt, cudaStrea
 	op->stream = cg_stream_explicit(s, pt);
 }
 
-int cg_op_from_cudaLaunchKernel(struct cg_op *op, int pt, enum cg_reason *why, const void *func,
-				dim3 grid, dim3 block, void **args, size_t shmem, cudaStream_t s)
+/* A kernel launch through either face: the layout is learnt from the
+ * runtime for runtime handles and from the driver for driver ones. */
+static int cg_op_kernel(struct cg_op *op, int pt, enum cg_reason *why, const void *func, int drv,
+			dim3 grid, dim3 block, size_t shmem, cudaStream_t s, void **args)
 {
 	cg_op_init(op, CG_OP_KERNEL, pt, s);
 	op->u.k.func = func;
@@ -179,9 +181,9 @@ int cg_op_from_cudaLaunchKernel(struct cg_op *op, int pt, enum cg_reason *why, c
 	op->u.k.args = args;
 	op->u.k.extra = NULL;
 	op->u.k.params = NULL;
-	op->u.k.drv = 0;
+	op->u.k.drv = (uint8_t)drv;
 	op->u.k.packed = 0;
-	op->u.k.ki = cg_kinfo_get(func, 0);
+	op->u.k.ki = cg_kinfo_get(func, drv);
 	if (!op->u.k.ki) {
 		*why = CG_WHY_PARAM_INFO;
 		return -ENOENT;
@@ -194,31 +196,21 @@ int cg_op_from_cudaLaunchKernel(struct cg_op *op, int pt, enum cg_reason *why, c
 	return 0;
 }
 
+int cg_op_from_cudaLaunchKernel(struct cg_op *op, int pt, enum cg_reason *why, const void *func,
+				dim3 grid, dim3 block, void **args, size_t shmem, cudaStream_t s)
+{
+	return cg_op_kernel(op, pt, why, func, 0, grid, block, shmem, s, args);
+}
+
 /* A driver launch: parameters as pointers, or one packed buffer in extra. */
 int cg_op_from_drv_cuLaunchKernel(struct cg_op *op, int pt, enum cg_reason *why, CUfunction f,
 				  unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
 				  unsigned bz, unsigned shmem, CUstream s, void **params, void **extra)
 {
-	cg_op_init(op, CG_OP_KERNEL, pt, (cudaStream_t)s);
-	op->u.k.func = f;
-	op->u.k.grid = (dim3){ gx, gy, gz };
-	op->u.k.block = (dim3){ bx, by, bz };
-	op->u.k.shmem = shmem;
-	op->u.k.args = params;
-	op->u.k.extra = NULL;
-	op->u.k.params = NULL;
-	op->u.k.drv = 1;
-	op->u.k.packed = 0;
-	op->u.k.ki = cg_kinfo_get(f, 1);
-	if (!op->u.k.ki) {
-		*why = CG_WHY_PARAM_INFO;
-		return -ENOENT;
-	}
-	if (op->u.k.ki->nccl) {
-		*why = CG_WHY_NCCL;
-		return -ENOTSUP;
-	}
-	op->nbytes = op->u.k.ki->total;
+	int rc = cg_op_kernel(op, pt, why, f, 1, (dim3){ gx, gy, gz }, (dim3){ bx, by, bz }, shmem,
+			      (cudaStream_t)s, params);
+	if (rc)
+		return rc;
 	if (!params && extra) {
 		const void *buf = NULL;
 		size_t size = 0;
