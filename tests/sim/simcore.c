@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "sim_i.h"
 
@@ -1360,11 +1361,27 @@ SIM_API CUresult simc_exec_update(CUgraphExec e, CUgraph g, CUgraphNode *err)
     return r;
 }
 
+/* SIM_GRAPH_LAUNCH_US makes each graph launch cost that much host time, so
+ * tests can see what a replay that saves nothing does. */
+static void simc_graph_launch_delay(void)
+{
+    static long us = -1;
+    if (us < 0) {
+        const char *v = getenv("SIM_GRAPH_LAUNCH_US");
+        us = v ? strtol(v, NULL, 10) : 0;
+    }
+    if (us > 0) {
+        struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+        nanosleep(&ts, NULL);
+    }
+}
+
 SIM_API CUresult simc_graph_launch(CUgraphExec e, CUstream h, int ptsz)
 {
     CUresult r;
     if (!e || e->magic != MAGIC_EXEC)
         return CUDA_ERROR_INVALID_VALUE;
+    simc_graph_launch_delay();
     lock();
     run_some_locked();
     CUstream s = resolve_locked(h, ptsz, &r);
