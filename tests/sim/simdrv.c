@@ -100,6 +100,15 @@ CUresult cuFuncGetParamInfo(CUfunction func, size_t paramIndex, size_t *paramOff
     return simc_param_info(func, paramIndex, paramOffset, paramSize);
 }
 
+CUresult cuFuncGetName(const char **name, CUfunction func)
+{
+    struct CUkern_st *k = simc_kernel_lookup(func);
+    if (!k || !name)
+        return CUDA_ERROR_INVALID_HANDLE;
+    *name = k->name;
+    return CUDA_SUCCESS;
+}
+
 static CUresult launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                        unsigned bz, unsigned shmem, CUstream s, void **params, void **extra, int ptsz)
 {
@@ -752,6 +761,7 @@ static const struct proc {
     { "cuCtxSynchronize", "cuCtxSynchronize", NULL },
     { "cuKernelGetParamInfo", "cuKernelGetParamInfo", NULL },
     { "cuFuncGetParamInfo", "cuFuncGetParamInfo", NULL },
+    { "cuFuncGetName", "cuFuncGetName", NULL },
     { "cuLaunchKernel", "cuLaunchKernel", "cuLaunchKernel_ptsz" },
     { "cuLaunchKernelEx", "cuLaunchKernelEx", "cuLaunchKernelEx_ptsz" },
     { "cuMemcpy", "cuMemcpy", "cuMemcpy_ptds" },

@@ -723,6 +723,15 @@ cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex, size_t *pa
     return DRV(FuncGetParamInfo, 0, (CUfunction)(void *)k, paramIndex, paramOffset, paramSize);
 }
 
+cudaError_t cudaFuncGetName(const char **name, const void *func)
+{
+    struct CUkern_st *k = simc_kernel_lookup(func);
+    if (!k || !name)
+        return ret(cudaErrorInvalidDeviceFunction);
+    *name = k->name;
+    return cudaSuccess;
+}
+
 /* ----------------------------------------------------------------- capture */
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode)
