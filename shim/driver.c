@@ -66,17 +66,27 @@ const char *const cg_drv_names[CG_DRV_COUNT] = {
 		return rc;                                                     \
 	}
 
-/* A driver launch the engine can model joins the same segments; both
- * stream variants share one normaliser. */
+/* Driver work the engine can model joins the same segments; both stream
+ * variants share one normaliser. Normalising may ask the runtime (about
+ * memory), so one is found, or opened for a static-runtime program, first. */
 #define cg_op_from_drv_cuLaunchKernel_ptsz cg_op_from_drv_cuLaunchKernel
 #define cg_op_from_drv_cuLaunchKernelEx_ptsz cg_op_from_drv_cuLaunchKernelEx
+#define cg_op_from_drv_cuMemcpyAsync_ptsz cg_op_from_drv_cuMemcpyAsync
+#define cg_op_from_drv_cuMemcpyHtoDAsync_v2_ptsz cg_op_from_drv_cuMemcpyHtoDAsync_v2
+#define cg_op_from_drv_cuMemcpyDtoHAsync_v2_ptsz cg_op_from_drv_cuMemcpyDtoHAsync_v2
+#define cg_op_from_drv_cuMemcpyDtoDAsync_v2_ptsz cg_op_from_drv_cuMemcpyDtoDAsync_v2
+#define cg_op_from_drv_cuMemsetD8Async_ptsz cg_op_from_drv_cuMemsetD8Async
+#define cg_op_from_drv_cuEventRecord_ptsz cg_op_from_drv_cuEventRecord
+#define cg_op_from_drv_cuEventRecordWithFlags_ptsz cg_op_from_drv_cuEventRecordWithFlags
+#define cg_op_from_drv_cuStreamWaitEvent_ptsz cg_op_from_drv_cuStreamWaitEvent
+#define cg_op_from_drv_cuLaunchHostFunc_ptsz cg_op_from_drv_cuLaunchHostFunc
 #define CG_DWRAP_OP(name, query, pt, args)                                     \
 	{                                                                      \
 		CG_DRV_ENTER(name, args);                                      \
 		struct cg_op op;                                               \
 		enum cg_reason why = CG_WHY_DRIVER_CALL;                       \
 		op.api = CG_API_COUNT;                                         \
-		if (cg_opt.driver_ops &&                                       \
+		if (cg_opt.driver_ops && cg_resolve(1) == 0 &&                \
 		    cg_op_from_drv_##name(&op, pt, &why, CG_UNPAREN args) == 0) { \
 			if (cg_engine_submit(&op) == CG_DEFERRED)              \
 				return CUDA_SUCCESS;                           \

@@ -234,6 +234,17 @@ CG_OPFROM(cudaLaunchHostFunc, cudaStream_t s, cudaHostFn_t fn, void *data);
 CG_OPFROM(drv_cuLaunchKernel, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 	  unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params, void **extra);
 CG_OPFROM(drv_cuLaunchKernelEx, const CUlaunchConfig *config, CUfunction f, void **params, void **extra);
+/* The driver's copies, memsets, events and host functions: the same ops as
+ * the runtime's, with driver types. */
+CG_OPFROM(drv_cuMemcpyAsync, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s);
+CG_OPFROM(drv_cuMemcpyHtoDAsync_v2, CUdeviceptr dst, const void *src, size_t n, CUstream s);
+CG_OPFROM(drv_cuMemcpyDtoHAsync_v2, void *dst, CUdeviceptr src, size_t n, CUstream s);
+CG_OPFROM(drv_cuMemcpyDtoDAsync_v2, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s);
+CG_OPFROM(drv_cuMemsetD8Async, CUdeviceptr dst, unsigned char v, size_t n, CUstream s);
+CG_OPFROM(drv_cuEventRecord, CUevent e, CUstream s);
+CG_OPFROM(drv_cuEventRecordWithFlags, CUevent e, CUstream s, unsigned int flags);
+CG_OPFROM(drv_cuStreamWaitEvent, CUstream s, CUevent e, unsigned int flags);
+CG_OPFROM(drv_cuLaunchHostFunc, CUstream s, CUhostFn fn, void *data);
 
 /* Submits an op through the real runtime, in the form it was recorded in
  * (params from cgraft's copy). Returns the runtime's status. */

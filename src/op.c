@@ -245,6 +245,63 @@ int cg_op_from_drv_cuLaunchKernelEx(struct cg_op *op, int pt, enum cg_reason *wh
 					     c->sharedMemBytes, c->hStream, params, extra);
 }
 
+int cg_op_from_drv_cuMemcpyAsync(struct cg_op *op, int pt, enum cg_reason *why, CUdeviceptr dst,
+				  CUdeviceptr src, size_t n, CUstream s)
+{
+	return cg_op_from_cudaMemcpyAsync(op, pt, why, (void *)dst, (const void *)src, n,
+					  cudaMemcpyDefault, (cudaStream_t)s);
+}
+
+int cg_op_from_drv_cuMemcpyHtoDAsync_v2(struct cg_op *op, int pt, enum cg_reason *why,
+					 CUdeviceptr dst, const void *src, size_t n, CUstream s)
+{
+	return cg_op_from_cudaMemcpyAsync(op, pt, why, (void *)dst, src, n, cudaMemcpyHostToDevice,
+					  (cudaStream_t)s);
+}
+
+int cg_op_from_drv_cuMemcpyDtoHAsync_v2(struct cg_op *op, int pt, enum cg_reason *why, void *dst,
+					 CUdeviceptr src, size_t n, CUstream s)
+{
+	return cg_op_from_cudaMemcpyAsync(op, pt, why, dst, (const void *)src, n, cudaMemcpyDeviceToHost,
+					  (cudaStream_t)s);
+}
+
+int cg_op_from_drv_cuMemcpyDtoDAsync_v2(struct cg_op *op, int pt, enum cg_reason *why,
+					 CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{
+	return cg_op_from_cudaMemcpyAsync(op, pt, why, (void *)dst, (const void *)src, n,
+					  cudaMemcpyDeviceToDevice, (cudaStream_t)s);
+}
+
+int cg_op_from_drv_cuMemsetD8Async(struct cg_op *op, int pt, enum cg_reason *why, CUdeviceptr dst,
+				   unsigned char v, size_t n, CUstream s)
+{
+	return cg_op_from_cudaMemsetAsync(op, pt, why, (void *)dst, v, n, (cudaStream_t)s);
+}
+
+int cg_op_from_drv_cuEventRecord(struct cg_op *op, int pt, enum cg_reason *why, CUevent e, CUstream s)
+{
+	return cg_op_from_cudaEventRecord(op, pt, why, (cudaEvent_t)e, (cudaStream_t)s);
+}
+
+int cg_op_from_drv_cuEventRecordWithFlags(struct cg_op *op, int pt, enum cg_reason *why, CUevent e,
+					  CUstream s, unsigned int flags)
+{
+	return cg_op_from_cudaEventRecordWithFlags(op, pt, why, (cudaEvent_t)e, (cudaStream_t)s, flags);
+}
+
+int cg_op_from_drv_cuStreamWaitEvent(struct cg_op *op, int pt, enum cg_reason *why, CUstream s,
+				     CUevent e, unsigned int flags)
+{
+	return cg_op_from_cudaStreamWaitEvent(op, pt, why, (cudaStream_t)s, (cudaEvent_t)e, flags);
+}
+
+int cg_op_from_drv_cuLaunchHostFunc(struct cg_op *op, int pt, enum cg_reason *why, CUstream s,
+				    CUhostFn fn, void *data)
+{
+	return cg_op_from_cudaLaunchHostFunc(op, pt, why, (cudaStream_t)s, fn, data);
+}
+
 void cg_kernel_args(const struct cg_op *op, void **argv, void **extra, size_t *extra_size)
 {
 	if (op->u.k.packed) {

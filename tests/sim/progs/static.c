@@ -26,6 +26,11 @@ static CUresult (*d2h)(void *, CUdeviceptr, size_t, CUstream);
 static CUresult (*ssync)(CUstream);
 static CUresult (*screate)(CUstream *, unsigned);
 static CUresult (*alloc)(CUdeviceptr *, size_t);
+static CUresult (*ecreate)(CUevent *, unsigned);
+static CUresult (*erecord)(CUevent, CUstream);
+static CUresult (*swait)(CUstream, CUevent, unsigned);
+static CUresult (*memset8)(CUdeviceptr, unsigned char, size_t, CUstream);
+static CUresult (*d2d)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
 
 static void k_axpb(const sim_launch *l, void **a)
 {
@@ -82,15 +87,26 @@ int main(void)
     CKD(gpa("cuStreamSynchronize", (void **)&ssync, 13000, 0, &st));
     CKD(gpa("cuStreamCreate", (void **)&screate, 13000, 0, &st));
     CKD(gpa("cuMemAlloc", (void **)&alloc, 13000, 0, &st));
+    /* Asked, like vendor libraries do, for the version each appeared in. */
+    CKD(gpa("cuEventCreate", (void **)&ecreate, 2000, 0, &st));
+    CKD(gpa("cuEventRecord", (void **)&erecord, 2000, 0, &st));
+    CKD(gpa("cuStreamWaitEvent", (void **)&swait, 3020, 0, &st));
+    CKD(gpa("cuMemsetD8Async", (void **)&memset8, 3020, 0, &st));
+    CKD(gpa("cuMemcpyDtoDAsync", (void **)&d2d, 3020, 0, &st));
     CKD(init(0));
     static const size_t axpb_sz[] = { sizeof(float *), sizeof(float), sizeof(float), sizeof(int) };
     static const size_t sq_sz[] = { sizeof(float *), sizeof(int) };
     if (simRegisterKernel(k_axpb, "k_axpb", 4, axpb_sz) || simRegisterKernel(k_sq, "k_sq", 2, sq_sz))
         return 1;
-    CUstream s;
+    CUstream s, s2;
     CKD(screate(&s, 0));
-    CUdeviceptr y;
+    CKD(screate(&s2, 0));
+    CUevent fork, join;
+    CKD(ecreate(&fork, 0));
+    CKD(ecreate(&join, 0));
+    CUdeviceptr y, z;
     CKD(alloc(&y, N * sizeof(float)));
+    CKD(alloc(&z, N * sizeof(float)));
     float host[N];
     for (int i = 0; i < N; i++)
         host[i] = 0.25f + (float)i / N;
@@ -99,15 +115,26 @@ int main(void)
         axpb(s, y, 0.9f, 0.1f * (float)(it % 4), N);
         sq(s, y, N);
         axpb(s, y, 1.1f, -0.05f, N);
+        /* A side stream copies y after a fork, works on the copy, joins. */
+        CKD(erecord(fork, s));
+        CKD(swait(s2, fork, 0));
+        CKD(memset8(z, 0, N * sizeof(float), s2));
+        CKD(d2d(z, y, N * sizeof(float) / 2, s2));
+        axpb(s2, z, 0.5f, 0.25f, N);
+        CKD(erecord(join, s2));
+        CKD(swait(s, join, 0));
         sq(s, y, N);
         if (it % 3 == 2)
             CKD(ssync(s));
     }
-    CKD(d2h(host, y, sizeof host, s));
-    CKD(ssync(s));
     uint64_t f = 1469598103934665603ull;
-    for (size_t i = 0; i < sizeof host; i++)
-        f = (f ^ ((unsigned char *)host)[i]) * 1099511628211ull;
-    printf("y fnv=%016" PRIx64 " [0]=%a [%d]=%a\n", f, host[0], N - 1, host[N - 1]);
+    const CUdeviceptr outs[] = { y, z };
+    for (int b = 0; b < 2; b++) {
+        CKD(d2h(host, outs[b], sizeof host, s));
+        CKD(ssync(s));
+        for (size_t i = 0; i < sizeof host; i++)
+            f = (f ^ ((unsigned char *)host)[i]) * 1099511628211ull;
+    }
+    printf("y,z fnv=%016" PRIx64 " z[0]=%a z[%d]=%a\n", f, host[0], N - 1, host[N - 1]);
     return 0;
 }
