@@ -52,6 +52,26 @@ __global__ void k_sum(float *out, const float *x, int n) {
 // a read that returns before the work is done changes everything after it.
 static inline float feedback(float v) { return 0.6f + 0.3f * (fabsf(v) / (1.0f + fabsf(v))); }
 
+// The affine kernel over the whole scenario buffer, on stream s.
+static void launch_affine(cudaStream_t s, float *y, const float *x, float a, float b) {
+    k_affine<<<SC_G, SC_T, 0, s>>>(y, x, SC_N, a, b);
+    CK_LAUNCH();
+}
+
+// Digest of the scenario's buffers and host values, printed as its result.
+static void finish(const char *name, std::initializer_list<const float *> bufs, const std::vector<float> &host = {}) {
+    CK(cudaDeviceSynchronize());
+    Digest d;
+    std::vector<double> vals;
+    for (const float *b : bufs) {
+        d.add_device(b, SC_N * sizeof(float));
+        vals.push_back(read_device_float(b, 0));
+    }
+    d.add_vec(host);
+    if (!host.empty()) vals.push_back(host.back());
+    print_result(name, d, vals);
+}
+
 struct Scenario {
     const char *name;
     const char *what;

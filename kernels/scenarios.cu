@@ -23,24 +23,6 @@ static float *dev_zero(size_t n) {
     return d;
 }
 
-static void launch_affine(cudaStream_t s, float *y, const float *x, float a, float b) {
-    k_affine<<<SC_G, SC_T, 0, s>>>(y, x, SC_N, a, b);
-    CK_LAUNCH();
-}
-
-static void finish(const char *name, std::initializer_list<const float *> bufs, const std::vector<float> &host = {}) {
-    CK(cudaDeviceSynchronize());
-    Digest d;
-    std::vector<double> vals;
-    for (const float *b : bufs) {
-        d.add_device(b, SC_N * sizeof(float));
-        vals.push_back(read_device_float(b, 0));
-    }
-    d.add_vec(host);
-    if (!host.empty()) vals.push_back(host.back());
-    print_result(name, d, vals);
-}
-
 // Coefficients per (iteration, kernel), fixed by seed.
 static float coef(long it, int j) {
     Rng r(1000003ULL * (uint64_t)it + (uint64_t)j);

@@ -8,24 +8,6 @@
 #error "build with nvcc --default-stream per-thread"
 #endif
 
-static void affine(cudaStream_t s, float *y, const float *x, float a, float b) {
-    k_affine<<<SC_G, SC_T, 0, s>>>(y, x, SC_N, a, b);
-    CK_LAUNCH();
-}
-
-static void finish(const char *name, std::initializer_list<const float *> bufs, const std::vector<float> &host = {}) {
-    CK(cudaDeviceSynchronize());
-    Digest d;
-    std::vector<double> vals;
-    for (const float *b : bufs) {
-        d.add_device(b, SC_N * sizeof(float));
-        vals.push_back(read_device_float(b, 0));
-    }
-    d.add_vec(host);
-    if (!host.empty()) vals.push_back(host.back());
-    print_result(name, d, vals);
-}
-
 // Stream 0, cudaStreamPerThread and async copies on both all name one stream.
 static void ptds_chain(long iters) {
     float *y = upload_random(SC_N, 60, -1, 1), *x = upload_random(SC_N, 61, -1, 1), *sum;
@@ -33,7 +15,7 @@ static void ptds_chain(long iters) {
     std::vector<float> seen;
     float a = 0.8f;
     for (long it = 0; it < iters; it++) {
-        for (int j = 0; j < 6; j++) affine(j % 2 ? cudaStreamPerThread : 0, y, x, a, 0.1f * (float)j);
+        for (int j = 0; j < 6; j++) launch_affine(j % 2 ? cudaStreamPerThread : 0, y, x, a, 0.1f * (float)j);
         k_sum<<<1, 256>>>(sum, y, SC_N);
         CK_LAUNCH();
         float h;
@@ -57,7 +39,7 @@ static void ptds_threads(long iters) {
     for (int t = 0; t < 2; t++)
         th.emplace_back([&, t] {
             for (long it = 0; it < iters; it++) {
-                for (int j = 0; j < 8; j++) affine(0, y[t], x[t], 0.6f + 0.04f * (float)j, 0.1f * (float)(t + 1));
+                for (int j = 0; j < 8; j++) launch_affine(0, y[t], x[t], 0.6f + 0.04f * (float)j, 0.1f * (float)(t + 1));
                 CK(cudaStreamSynchronize(cudaStreamPerThread));
             }
         });
@@ -74,16 +56,16 @@ static void ptds_legacy(long iters) {
     cudaEvent_t ev;
     CK(cudaEventCreateWithFlags(&ev, cudaEventDisableTiming));
     for (long it = 0; it < iters; it++) {
-        affine(0, A, C, 0.7f, 0.3f);
-        affine(cudaStreamLegacy, B, A, 0.5f, 0.5f);  // after the per-thread write of A
-        affine(0, A, B, 0.8f, -0.2f);                // after the legacy write of B
+        launch_affine(0, A, C, 0.7f, 0.3f);
+        launch_affine(cudaStreamLegacy, B, A, 0.5f, 0.5f);  // after the per-thread write of A
+        launch_affine(0, A, B, 0.8f, -0.2f);                // after the legacy write of B
         // The non-blocking stream must be told to wait: it reads B and rewrites C.
         CK(cudaEventRecord(ev, 0));
         CK(cudaStreamWaitEvent(nb, ev, 0));
-        affine(nb, C, B, 0.5f, 0.25f);
+        launch_affine(nb, C, B, 0.5f, 0.25f);
         CK(cudaEventRecord(ev, nb));
         CK(cudaStreamWaitEvent(0, ev, 0));
-        affine(0, B, C, 0.9f, 0.1f);
+        launch_affine(0, B, C, 0.9f, 0.1f);
         CK(cudaStreamSynchronize(0));
     }
     finish("ptds_legacy", {A, B, C});

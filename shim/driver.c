@@ -140,17 +140,22 @@ static const struct cg_drv_entry cg_drv_entries[] = {
 };
 #define CG_NDRV (sizeof cg_drv_entries / sizeof cg_drv_entries[0])
 
-/* Remembers the driver's function and returns the wrapper in its place. */
+/* Remembers the driver's function in *slot (the first one seen) and returns
+ * the wrapper in its place. */
+static void *cg_keep_real(void **slot, void *real, void *wrapper)
+{
+	void *seen = NULL;
+	__atomic_compare_exchange_n(slot, &seen, real, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+	/* Another driver behind the same name: leave it alone. */
+	return __atomic_load_n(slot, __ATOMIC_ACQUIRE) == real ? wrapper : real;
+}
+
 static void *cg_drv_wrap(const struct cg_drv_entry *e, void *real)
 {
-	void *seen = __atomic_load_n(e->real, __ATOMIC_ACQUIRE);
-	if (!seen) {
-		__atomic_compare_exchange_n(e->real, &seen, real, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-		seen = __atomic_load_n(e->real, __ATOMIC_ACQUIRE);
-	}
-	/* Another driver behind the same name: leave it alone. */
-	return seen == real ? e->wrapper : real;
+	return cg_keep_real(e->real, real, e->wrapper);
 }
+
+static void *cg_proc_wrap(const char *name, void *real);
 
 /* ---- dlsym ------------------------------------------------------------ */
 static cg_dlsym_fn cg_real_dlsym;
@@ -200,10 +205,8 @@ static void *cg_dlsym_impl(void *handle, const char *name, const void *caller)
 	if (!p || !name || name[0] != 'c' || name[1] != 'u')
 		return p;
 	cg_stat_add(lookups, 1);
-	if (!strcmp(name, "cuGetProcAddress_v2") || !strcmp(name, "cuGetProcAddress")) {
-		extern void *cg_proc_wrap(const char *name, void *real) CG_HIDDEN;
+	if (!strcmp(name, "cuGetProcAddress_v2") || !strcmp(name, "cuGetProcAddress"))
 		return cg_proc_wrap(name, p);
-	}
 	for (size_t i = 0; i < CG_NDRV; i++)
 		if (!strcmp(cg_drv_entries[i].name, name))
 			return cg_drv_wrap(&cg_drv_entries[i], p);
@@ -266,7 +269,6 @@ static void cg_proc_result(const char *symbol, void **pfn, int version, cuuint64
 	if (!*pfn)
 		return;
 	if (!strcmp(symbol, "cuGetProcAddress")) {
-		extern void *cg_proc_wrap(const char *name, void *real) CG_HIDDEN;
 		*pfn = cg_proc_wrap(version >= 12000 ? "cuGetProcAddress_v2" : "cuGetProcAddress", *pfn);
 		return;
 	}
@@ -300,18 +302,12 @@ static CUresult cg_gpa1(const char *symbol, void **pfn, int version, cuuint64_t 
 	return rc;
 }
 
-void *cg_proc_wrap(const char *name, void *real)
+/* cuGetProcAddress itself: the 12.0 ABI (with status) or the one before. */
+static void *cg_proc_wrap(const char *name, void *real)
 {
-	if (!strcmp(name, "cuGetProcAddress_v2")) {
-		void *seen = NULL;
-		__atomic_compare_exchange_n((void **)&cg_real_gpa2, &seen, real, 0, __ATOMIC_ACQ_REL,
-					    __ATOMIC_ACQUIRE);
-		return (void *)cg_real_gpa2 == real ? (void *)cg_gpa2 : real;
-	}
-	void *seen = NULL;
-	__atomic_compare_exchange_n((void **)&cg_real_gpa1, &seen, real, 0, __ATOMIC_ACQ_REL,
-				    __ATOMIC_ACQUIRE);
-	return (void *)cg_real_gpa1 == real ? (void *)cg_gpa1 : real;
+	if (!strcmp(name, "cuGetProcAddress_v2"))
+		return cg_keep_real((void **)&cg_real_gpa2, real, (void *)cg_gpa2);
+	return cg_keep_real((void **)&cg_real_gpa1, real, (void *)cg_gpa1);
 }
 
 /* ---- entry points cgraft calls itself --------------------------------- */

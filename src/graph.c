@@ -241,6 +241,13 @@ static void cg_memset_params(const struct cg_op *op, struct cudaMemsetParams *p)
 	p->height = 1;
 }
 
+/* A copy node reads a pageable source from cgraft's staging, filled at
+ * every replay; any other source in place. */
+static const void *cg_copy_source(const struct cg_tmpl *t, size_t i, const struct cg_op *op)
+{
+	return op->u.cp.src_pageable ? t->staging + t->stage_off[i] : op->u.cp.src;
+}
+
 /* Sets node i of variant v to the values of op. */
 static int cg_update_node(struct cg_tmpl *t, struct cg_variant *v, size_t i, const struct cg_op *op)
 {
@@ -253,7 +260,7 @@ static int cg_update_node(struct cg_tmpl *t, struct cg_variant *v, size_t i, con
 		break;
 	}
 	case CG_OP_MEMCPY: {
-		const void *src = op->u.cp.src_pageable ? t->staging + t->stage_off[i] : op->u.cp.src;
+		const void *src = cg_copy_source(t, i, op);
 		rc = CG_CALL(cudaGraphExecMemcpyNodeSetParams1D, v->exec, t->node[i], op->u.cp.dst, src,
 			     op->u.cp.count, op->u.cp.kind);
 		if (rc == cudaSuccess) {
@@ -449,7 +456,7 @@ static int cg_add_nodes(struct cg_tmpl *t)
 			e = cg_knode_add(&t->node[i], t->graph, deps, nd, op);
 			break;
 		case CG_OP_MEMCPY: {
-			const void *src = op->u.cp.src_pageable ? t->staging + t->stage_off[i] : op->u.cp.src;
+			const void *src = cg_copy_source(t, i, op);
 			e = CG_CALL(cudaGraphAddMemcpyNode1D, &t->node[i], t->graph, deps, nd, op->u.cp.dst,
 				    src, op->u.cp.count, op->u.cp.kind);
 			break;

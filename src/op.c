@@ -19,12 +19,11 @@ static size_t cg_ptr_slot(const void *p)
 }
 
 /* NCCL kernels carry host-side proxy work that must meet them in time: they
- * are never deferred. Every NCCL device kernel is named ncclKernel_* or
- * ncclDevKernel_*, so the name tells reliably. */
+ * are never deferred. Every NCCL device kernel is named nccl* (ncclKernel_*,
+ * ncclDevKernel_*), so the name tells reliably. */
 static int cg_is_nccl_name(const char *name)
 {
-	return name && (!strncmp(name, "ncclKernel", 10) || !strncmp(name, "ncclDevKernel", 13) ||
-			strstr(name, "nccl") == name);
+	return name && !strncmp(name, "nccl", 4);
 }
 
 static struct cg_kinfo *cg_kinfo_new(const void *func, const uint32_t *sizes, uint32_t n)
@@ -67,7 +66,6 @@ static struct cg_kinfo *cg_kinfo_learn_runtime(const void *func)
 	ki = cg_kinfo_new(func, sizes, n);
 	if (ki) {
 		const char *name = NULL;
-		cg_real.cudaGetLastError();
 		if (cg_real.cudaFuncGetName && cg_real.cudaFuncGetName(&name, func) == cudaSuccess)
 			ki->nccl = (uint8_t)cg_is_nccl_name(name);
 	}
