@@ -164,6 +164,7 @@ struct cg_op {
 	uint8_t unrecorded;    /* passes through without being recorded */
 	uint16_t api;          /* enum cg_api it came in through */
 	uint32_t nbytes;       /* parameter bytes (kernels) */
+	uint64_t shape;        /* cg_op_shape_hash(), once the engine has it */
 	cudaStream_t stream;
 	union {
 		struct {

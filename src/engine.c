@@ -467,7 +467,7 @@ int cg_engine_submit(struct cg_op *op)
 		op->unrecorded = 1;
 		return CG_EAGER;
 	}
-	uint64_t shape = cg_op_shape_hash(op);
+	uint64_t shape = op->shape = cg_op_shape_hash(op);
 	if (cg_try_defer(op, shape)) {
 		pthread_mutex_unlock(&cg_lock);
 		return CG_DEFERRED;
@@ -485,7 +485,7 @@ void cg_engine_submitted(struct cg_op *op, int status)
 	if (status != cudaSuccess) {
 		/* The program sees its error; cgraft keeps nothing of it. */
 		cg_flush();
-	} else if (cg_seg_push(op, cg_op_shape_hash(op), 0) == 0) {
+	} else if (cg_seg_push(op, op->shape, 0) == 0) {
 		if (op->kind == CG_OP_HOST)
 			cg_cut(); /* the host may wait for it without calling CUDA */
 		else
