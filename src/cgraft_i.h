@@ -207,6 +207,7 @@ struct cg_kinfo {
 	uint32_t nparams;
 	uint32_t total;          /* packed bytes */
 	uint32_t *size;          /* per parameter */
+	char name[96];           /* the kernel's name (cut) where CUDA tells it */
 	uint8_t handle;          /* enum cg_khandle */
 	uint8_t nccl;            /* an NCCL kernel: never deferred */
 };
@@ -255,6 +256,7 @@ int cg_op_same_shape(const struct cg_op *a, const struct cg_op *b) CG_HIDDEN;
 uint64_t cg_op_shape_hash(const struct cg_op *op) CG_HIDDEN;
 /* Values: what a node update can change (parameters, addresses). */
 int cg_op_same_values(const struct cg_op *a, const struct cg_op *b) CG_HIDDEN;
+void cg_op_describe_change(char *buf, size_t size, const struct cg_op *was, const struct cg_op *now) CG_HIDDEN;
 
 /* ---- engine ----------------------------------------------------------- */
 enum { CG_EAGER = 0, CG_DEFERRED = 1 };

@@ -76,7 +76,12 @@ static struct {
 	uint64_t *shape;
 	size_t n, cap;
 	struct cg_arena arena;
-	uint64_t t_first;
+	/* Host time spent in the segment's calls (the real calls when eager,
+	 * cgraft's when deferred), where it was measured (api_ok). */
+	uint64_t api_ns;
+	int api_ok;
+	int timing;        /* the deferral's calls are timed */
+	uint64_t t_submit; /* when the eager call under way entered cgraft */
 	pthread_t owner;
 	int have_owner;
 	/* Deferral: templates whose first n ops match. */
@@ -152,8 +157,6 @@ static int cg_seg_push(const struct cg_op *op, uint64_t shape, int snapshot)
 		memcpy(p, op->u.cp.src, op->u.cp.count);
 		d->u.cp.src = p;
 	}
-	if (E.n == 0)
-		E.t_first = cg_now_ns();
 	E.shape[E.n] = shape;
 	E.n++;
 	return 0;
@@ -165,6 +168,9 @@ static void cg_seg_clear(void)
 	E.ncand = 0;
 	E.complete = NULL;
 	E.nperiod = 0;
+	E.api_ns = 0;
+	E.api_ok = 1;
+	E.timing = 0;
 	cg_arena_reset(&E.arena);
 }
 
@@ -177,7 +183,8 @@ static int cg_in_window(void)
 	       E.segno >= E.passive_until;
 }
 
-/* A recorded segment ends: count its shape, build a graph once it recurs. */
+/* A recorded segment ends: count its shape, build a graph once it recurs.
+ * eager_ns: the host time its calls took, or 0 where unknown. */
 static int cg_learn(uint64_t eager_ns)
 {
 	size_t n = E.n;
@@ -222,7 +229,7 @@ static int cg_learn(uint64_t eager_ns)
  * one cgraft has seen before. */
 static int cg_cut(void)
 {
-	int known = E.mode == CG_RECORD && E.n ? cg_learn(cg_now_ns() - E.t_first) : 0;
+	int known = E.mode == CG_RECORD && E.n ? cg_learn(E.api_ok ? E.api_ns : 0) : 0;
 	E.mode = CG_RECORD;
 	E.have_owner = 0;
 	cg_seg_clear();
@@ -264,7 +271,7 @@ static void cg_period_step(void)
 		if (k + 1 == 2 * p) {
 			/* Two halves: learn the first, keep the second;
 			 * each took about half the time. */
-			uint64_t now = cg_now_ns(), half = (now - E.t_first) / 2;
+			uint64_t half = E.api_ok ? E.api_ns / 2 : 0;
 			size_t n2 = E.n;
 			E.n = p;
 			cg_learn(half);
@@ -273,7 +280,7 @@ static void cg_period_step(void)
 			E.n = n2 - p;
 			E.known_period = p;
 			E.nperiod = 0;
-			E.t_first = now - half;
+			E.api_ns = half;
 			cg_cut();
 			return;
 		}
@@ -301,6 +308,7 @@ static void cg_record_deferred_as_eager(void)
 	E.mode = CG_RECORD;
 	E.ncand = 0;
 	E.complete = NULL;
+	E.api_ok = 0; /* the submission just now was not timed */
 }
 
 static void cg_diverge(const struct cg_op *next)
@@ -321,7 +329,7 @@ static void cg_launch_complete(void)
 {
 	struct cg_tmpl *t = E.complete;
 	size_t n = E.n;
-	if (cg_tmpl_launch(t, E.ops, n, E.t_first) == 0) {
+	if (cg_tmpl_launch(t, E.ops, n, E.timing ? E.api_ns : 0) == 0) {
 		cg_stat_add(ops_replayed, n);
 		E.mode = CG_RECORD;
 		E.have_owner = 0;
@@ -411,6 +419,7 @@ static int cg_try_defer(const struct cg_op *op, uint64_t shape)
 		E.ncand = cg_tmpl_candidates(shape, op, E.cand, CG_MAX_CAND);
 		if (!E.ncand)
 			return 0;
+		E.timing = cg_tmpl_wants_timing(E.cand[0]);
 	} else {
 		int w = 0;
 		for (int i = 0; i < E.ncand; i++)
@@ -457,6 +466,9 @@ int cg_engine_submit(struct cg_op *op)
 		return CG_EAGER;
 	}
 	pthread_mutex_lock(&cg_lock);
+	/* Eager calls are always timed (a clock read is little beside a
+	 * launch), deferred ones for some launches only. */
+	uint64_t t0 = E.mode == CG_RECORD || E.timing ? cg_now_ns() : 0;
 	cg_check_thread();
 	cg_stat_add(ops_total, 1);
 	if (op->stream == cudaStreamPerThread && atomic_load(&cg_threads_seen) > 1) {
@@ -469,9 +481,12 @@ int cg_engine_submit(struct cg_op *op)
 	}
 	uint64_t shape = op->shape = cg_op_shape_hash(op);
 	if (cg_try_defer(op, shape)) {
+		if (t0 && E.timing && E.mode == CG_DEFER)
+			E.api_ns += cg_now_ns() - t0;
 		pthread_mutex_unlock(&cg_lock);
 		return CG_DEFERRED;
 	}
+	E.t_submit = t0;
 	return CG_EAGER; /* cg_engine_submitted() unlocks */
 }
 
@@ -481,6 +496,12 @@ void cg_engine_submitted(struct cg_op *op, int status)
 	if (op->unrecorded) {
 		pthread_mutex_unlock(&cg_lock);
 		return;
+	}
+	if (E.t_submit) {
+		E.api_ns += cg_now_ns() - E.t_submit;
+		E.t_submit = 0;
+	} else {
+		E.api_ok = 0;
 	}
 	if (status != cudaSuccess) {
 		/* The program sees its error; cgraft keeps nothing of it. */

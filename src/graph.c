@@ -26,14 +26,15 @@ static uint64_t cg_now_ns(void)
 
 #define CG_MAX_VARIANTS 16
 #define CG_RECENT 8
+#define CG_NHIST 4    /* values remembered per node */
+#define CG_VOLATILE 3 /* unseen values in a row: the node changes every launch */
 
 enum cg_tstate { CG_T_READY, CG_T_BACKOFF, CG_T_DEAD };
 
 struct cg_variant {
 	cudaGraphExec_t exec;
 	struct cg_op *vals;   /* values as last applied */
-	uint8_t *pbytes;
-	uint64_t vhash;
+	uint64_t *vh;         /* per node, the hash of vals */
 	uint64_t last_used;
 };
 
@@ -48,8 +49,13 @@ struct cg_tmpl {
 	cudaGraphNode_t *node;  /* per op; NULL for stream waits */
 	struct cg_variant var[CG_MAX_VARIANTS];
 	int nvar;
-	uint64_t recent[CG_RECENT];
+	uint64_t recent[CG_RECENT]; /* keys of recent launches' values */
 	int nrecent;
+	/* Per node: hashes of its last distinct values, how many launches in
+	 * a row brought one unseen before, and this launch's hash. */
+	uint64_t *hist;
+	uint8_t *fresh;
+	uint64_t *hnow;
 	cudaStream_t *streams;  /* [0] is the launch stream */
 	int nstreams;
 	cudaEvent_t *fork;      /* one per stream past the first */
@@ -108,38 +114,35 @@ int cg_seen_note(const uint64_t *shape, size_t n, uint64_t eager_ns)
 }
 
 /* ---- values ----------------------------------------------------------- */
-static uint64_t cg_values_hash(const struct cg_op *ops, size_t n)
+static uint64_t cg_op_vhash(const struct cg_op *o)
 {
-	uint64_t h = 0xcbf29ce484222325ull;
-	for (size_t i = 0; i < n; i++) {
-		const struct cg_op *o = &ops[i];
-		switch (o->kind) {
-		case CG_OP_KERNEL: {
-			uint32_t b = 0;
-			for (; b + 8 <= o->nbytes; b += 8) {
-				uint64_t w;
-				memcpy(&w, o->u.k.params + b, 8);
-				h = (h ^ w) * 0x100000001b3ull;
-			}
-			for (; b < o->nbytes; b++)
-				h = (h ^ o->u.k.params[b]) * 0x100000001b3ull;
-			break;
+	uint64_t h = 0xcbf29ce484222325ull ^ o->kind;
+	switch (o->kind) {
+	case CG_OP_KERNEL: {
+		uint32_t b = 0;
+		for (; b + 8 <= o->nbytes; b += 8) {
+			uint64_t w;
+			memcpy(&w, o->u.k.params + b, 8);
+			h = (h ^ w) * 0x100000001b3ull;
 		}
-		case CG_OP_MEMCPY:
-			h = (h ^ (uintptr_t)o->u.cp.dst) * 0x100000001b3ull;
-			if (!o->u.cp.src_pageable)
-				h = (h ^ (uintptr_t)o->u.cp.src) * 0x100000001b3ull;
-			break;
-		case CG_OP_MEMSET:
-			h = (h ^ (uintptr_t)o->u.ms.dst) * 0x100000001b3ull;
-			h = (h ^ (uint32_t)o->u.ms.value) * 0x100000001b3ull;
-			break;
-		case CG_OP_HOST:
-			h = (h ^ (uintptr_t)o->u.host.data) * 0x100000001b3ull;
-			break;
-		default:
-			break;
-		}
+		for (; b < o->nbytes; b++)
+			h = (h ^ o->u.k.params[b]) * 0x100000001b3ull;
+		break;
+	}
+	case CG_OP_MEMCPY:
+		h = (h ^ (uintptr_t)o->u.cp.dst) * 0x100000001b3ull;
+		if (!o->u.cp.src_pageable)
+			h = (h ^ (uintptr_t)o->u.cp.src) * 0x100000001b3ull;
+		break;
+	case CG_OP_MEMSET:
+		h = (h ^ (uintptr_t)o->u.ms.dst) * 0x100000001b3ull;
+		h = (h ^ (uint32_t)o->u.ms.value) * 0x100000001b3ull;
+		break;
+	case CG_OP_HOST:
+		h = (h ^ (uintptr_t)o->u.host.data) * 0x100000001b3ull;
+		break;
+	default:
+		break;
 	}
 	return h;
 }
@@ -251,6 +254,13 @@ static const void *cg_copy_source(const struct cg_tmpl *t, size_t i, const struc
 /* Sets node i of variant v to the values of op. */
 static int cg_update_node(struct cg_tmpl *t, struct cg_variant *v, size_t i, const struct cg_op *op)
 {
+	static int logged;
+	if (cg_opt.log_level >= CG_LOG_DEBUG && logged < 200) {
+		char what[512];
+		cg_op_describe_change(what, sizeof what, &v->vals[i], op);
+		cg_debug("node %zu of a %zu-op graph updated%s: %s", i, t->n,
+			 ++logged == 200 ? " (last such message)" : "", what);
+	}
 	cudaError_t rc = cudaSuccess;
 	switch (op->kind) {
 	case CG_OP_KERNEL: {
@@ -291,6 +301,7 @@ static int cg_update_node(struct cg_tmpl *t, struct cg_variant *v, size_t i, con
 		CG_CALL(cudaGetLastError);
 		return -EIO;
 	}
+	v->vh[i] = cg_op_vhash(op);
 	cg_stat_add(node_updates, 1);
 	return 0;
 }
@@ -338,6 +349,7 @@ static void cg_tmpl_free(struct cg_tmpl *t)
 		CG_CALL(cudaGraphExecDestroy, t->var[i].exec);
 		free(t->var[i].vals);
 	}
+	free(t->hist);
 	if (t->graph)
 		CG_CALL(cudaGraphDestroy, t->graph);
 	for (int i = 0; i + 1 < t->nstreams; i++)
@@ -530,14 +542,16 @@ static int cg_instantiate(struct cg_tmpl *t, struct cg_variant *v, const struct 
 		return -EIO;
 	}
 	size_t pb = cg_params_total(t->ops, t->n);
-	v->vals = malloc(t->n * sizeof *v->vals + pb + 1);
+	/* One block: values, their hashes, then the parameter bytes. */
+	v->vals = malloc(t->n * (sizeof *v->vals + sizeof *v->vh) + pb + 1);
 	if (!v->vals) {
 		CG_CALL(cudaGraphExecDestroy, v->exec);
 		return -ENOMEM;
 	}
-	v->pbytes = (uint8_t *)(v->vals + t->n);
-	cg_copy_ops(v->vals, v->pbytes, t->ops, t->n);
-	v->vhash = cg_values_hash(t->ops, t->n);
+	v->vh = (uint64_t *)(v->vals + t->n);
+	cg_copy_ops(v->vals, (uint8_t *)(v->vh + t->n), t->ops, t->n);
+	for (size_t i = 0; i < t->n; i++)
+		v->vh[i] = cg_op_vhash(&t->ops[i]);
 	v->last_used = ++cg_clock;
 	/* A variant made for other values starts from the recording's and is
 	 * brought to vals node by node. */
@@ -549,8 +563,6 @@ static int cg_instantiate(struct cg_tmpl *t, struct cg_variant *v, const struct 
 				free(v->vals);
 				return -EIO;
 			}
-	if (vals != t->ops)
-		v->vhash = cg_values_hash(vals, t->n);
 	return 0;
 }
 
@@ -583,6 +595,14 @@ void cg_tmpl_build(const uint64_t *shape, const struct cg_op *ops, size_t n, uin
 		goto fail;
 	cg_copy_ops(t->ops, t->pbytes, ops, n);
 	memcpy(t->shape, shape, n * sizeof *shape);
+	/* One block: value history, this launch's hashes, fresh counts. */
+	t->hist = calloc(n, (CG_NHIST + 1) * sizeof *t->hist + 1);
+	if (!t->hist)
+		goto fail;
+	t->hnow = t->hist + n * CG_NHIST;
+	t->fresh = (uint8_t *)(t->hnow + n);
+	for (size_t i = 0; i < n; i++)
+		t->hist[i * CG_NHIST] = cg_op_vhash(&ops[i]);
 	if (CG_CALL(cudaGraphCreate, &t->graph, 0) != cudaSuccess)
 		goto fail;
 	if (cg_add_nodes(t) || cg_make_events(t))
@@ -683,6 +703,8 @@ void cg_tmpl_note_divergence(struct cg_tmpl *t)
 
 void cg_tmpl_note_eager(struct cg_tmpl *t, uint64_t ns)
 {
+	if (!ns)
+		return;
 	t->eager_ns = t->eager_ns ? 0.8 * t->eager_ns + 0.2 * (double)ns : (double)ns;
 }
 
@@ -747,16 +769,6 @@ void cg_tmpl_forget_handle(cudaStream_t s, cudaEvent_t e)
 }
 
 /* ---- launch ----------------------------------------------------------- */
-static int cg_count_diffs(const struct cg_variant *v, const struct cg_op *ops, size_t n)
-{
-	int d = 0;
-	for (size_t i = 0; i < n; i++)
-		d += !cg_op_same_values(&v->vals[i], &ops[i]);
-	return d;
-}
-
-/* Picks the variant to launch for these values: an exact one, a new one for
- * values that recur, or the closest one updated node by node. */
 static int cg_all_same(const struct cg_variant *v, const struct cg_op *ops, size_t n)
 {
 	for (size_t i = 0; i < n; i++)
@@ -765,23 +777,65 @@ static int cg_all_same(const struct cg_variant *v, const struct cg_op *ops, size
 	return 1;
 }
 
+static int cg_node_volatile(const struct cg_tmpl *t, size_t i)
+{
+	return t->fresh[i] >= CG_VOLATILE;
+}
+
+/* Notes this launch's values node by node. A node that brings a value
+ * unseen in its last CG_NHIST several launches in a row changes at every
+ * launch (a step counter, a per-step output slot): it is updated whatever
+ * the variant. Returns the key of the other nodes' values, which pick the
+ * variant: allocators that reuse a few buffers make those values recur. */
+static uint64_t cg_note_values(struct cg_tmpl *t, const struct cg_op *ops)
+{
+	uint64_t key = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < t->n; i++) {
+		uint64_t h = t->hnow[i] = cg_op_vhash(&ops[i]);
+		uint64_t *hist = t->hist + i * CG_NHIST;
+		int seen = 0;
+		for (int k = 0; k < CG_NHIST; k++)
+			seen |= hist[k] == h;
+		if (seen) {
+			t->fresh[i] = 0;
+		} else {
+			memmove(hist + 1, hist, (CG_NHIST - 1) * sizeof *hist);
+			hist[0] = h;
+			t->fresh[i] += t->fresh[i] < 255;
+		}
+		if (!cg_node_volatile(t, i))
+			key = (key ^ h) * 0x100000001b3ull + (key >> 29);
+	}
+	return key;
+}
+
+/* Nodes of v whose values differ from this launch's, by hash: all of them,
+ * or only those that do not change at every launch. */
+static size_t cg_distance(const struct cg_tmpl *t, const struct cg_variant *v, int stable_only)
+{
+	size_t d = 0;
+	for (size_t i = 0; i < t->n; i++)
+		d += v->vh[i] != t->hnow[i] && !(stable_only && cg_node_volatile(t, i));
+	return d;
+}
+
+/* Picks the variant to launch for these values: the last one when nothing
+ * changed, else the closest; a new one when the values of the nodes that do
+ * not change at every launch recur; the rest is updated node by node. */
 static struct cg_variant *cg_pick_variant(struct cg_tmpl *t, const struct cg_op *ops, size_t n)
 {
-	/* The common case first: the values of the last launch again. */
 	struct cg_variant *last = NULL;
 	for (int i = 0; i < t->nvar; i++)
 		if (!last || t->var[i].last_used > last->last_used)
 			last = &t->var[i];
 	if (cg_all_same(last, ops, n))
 		return last;
-	uint64_t vh = cg_values_hash(ops, n);
+	uint64_t key = cg_note_values(t, ops);
 	struct cg_variant *best = NULL;
-	int best_d = 0;
+	size_t best_d = 0;
 	for (int i = 0; i < t->nvar; i++) {
 		struct cg_variant *v = &t->var[i];
-		if (v->vhash == vh && cg_all_same(v, ops, n))
-			return v;
-		int d = cg_count_diffs(v, ops, n);
+		size_t d = cg_distance(t, v, 0);
 		if (!best || d < best_d || (d == best_d && v->last_used > best->last_used)) {
 			best = v;
 			best_d = d;
@@ -789,11 +843,11 @@ static struct cg_variant *cg_pick_variant(struct cg_tmpl *t, const struct cg_op 
 	}
 	int recurring = 0;
 	for (int i = 0; i < t->nrecent && i < CG_RECENT; i++)
-		recurring |= t->recent[i] == vh;
+		recurring |= t->recent[i] == key;
 	if (!recurring)
-		t->recent[t->nrecent++ % CG_RECENT] = vh;
+		t->recent[t->nrecent++ % CG_RECENT] = key;
 	long maxv = cg_opt.max_variants < CG_MAX_VARIANTS ? cg_opt.max_variants : CG_MAX_VARIANTS;
-	if (recurring && t->nvar < maxv) {
+	if (recurring && t->nvar < maxv && cg_distance(t, best, 1)) {
 		struct cg_variant *v = &t->var[t->nvar];
 		if (cg_instantiate(t, v, ops) == 0) {
 			t->nvar++;
@@ -805,12 +859,17 @@ static struct cg_variant *cg_pick_variant(struct cg_tmpl *t, const struct cg_op 
 		if (t->node[i] && !cg_op_same_values(&best->vals[i], &ops[i]) &&
 		    cg_update_node(t, best, i, &ops[i]))
 			return NULL;
-	best->vhash = vh;
 	return best;
 }
 
-int cg_tmpl_launch(struct cg_tmpl *t, const struct cg_op *ops, size_t n, uint64_t t_first)
+int cg_tmpl_wants_timing(const struct cg_tmpl *t)
 {
+	return t->replays < 16 || (t->replays & 15) == 0;
+}
+
+int cg_tmpl_launch(struct cg_tmpl *t, const struct cg_op *ops, size_t n, uint64_t defer_ns)
+{
+	uint64_t t0 = defer_ns ? cg_now_ns() : 0;
 	struct cg_variant *v = cg_pick_variant(t, ops, n);
 	if (!v) {
 		cg_backoff(t, CG_WHY_LAUNCH_FAILED);
@@ -853,11 +912,14 @@ int cg_tmpl_launch(struct cg_tmpl *t, const struct cg_op *ops, size_t n, uint64_
 	t->last_used_launch = 1;
 	cg_stat_add(graph_launches, 1);
 	t->replays++;
-	double ns = (double)(cg_now_ns() - t_first);
-	t->replay_ns = t->replay_ns ? 0.8 * t->replay_ns + 0.2 * ns : ns;
+	if (defer_ns) {
+		double ns = (double)(defer_ns + cg_now_ns() - t0);
+		t->replay_ns = t->replay_ns ? 0.8 * t->replay_ns + 0.2 * ns : ns;
+	}
 	/* Replay that costs more host time than eager is not worth its risks.
-	 * Launches can be a small share of a segment's host time (PyTorch spends
-	 * most of it in Python), so any saving counts. */
+	 * Both count the time spent in CUDA calls (or cgraft's in their place)
+	 * only, not the program's own between them: in a PyTorch step that is
+	 * most of the time, and it varies more than launches cost. */
 	if (cg_opt.backoff_slow && t->replays >= 8 && t->eager_ns > 0 && t->replay_ns > t->eager_ns)
 		cg_backoff(t, CG_WHY_BACKOFF_SLOW);
 	return 0;

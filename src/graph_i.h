@@ -29,9 +29,13 @@ int cg_tmpl_op_matches(const struct cg_tmpl *t, size_t pos, uint64_t shape, cons
 const char *cg_tmpl_describe_mismatch(struct cg_tmpl *const *cand, int ncand, size_t pos,
 				      const struct cg_op *op) CG_HIDDEN;
 
+/* Whether the calls of this deferral are to be timed: a sample of t's
+ * replay cost, for the comparison with eager. */
+int cg_tmpl_wants_timing(const struct cg_tmpl *t) CG_HIDDEN;
 /* Launches t for the deferred ops: 0, or a negative errno when nothing was
- * launched (the caller submits the ops eagerly). */
-int cg_tmpl_launch(struct cg_tmpl *t, const struct cg_op *ops, size_t n, uint64_t t_first) CG_HIDDEN;
+ * launched (the caller submits the ops eagerly). defer_ns: the host time
+ * the deferred calls took, or 0 where they were not timed. */
+int cg_tmpl_launch(struct cg_tmpl *t, const struct cg_op *ops, size_t n, uint64_t defer_ns) CG_HIDDEN;
 /* A stream or event is destroyed: templates naming it go. */
 void cg_tmpl_forget_handle(cudaStream_t s, cudaEvent_t e) CG_HIDDEN;
 

@@ -2,6 +2,7 @@
  * parameter layout, copy kinds resolved; and submitting an op again eagerly. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -66,8 +67,10 @@ static struct cg_kinfo *cg_kinfo_learn_runtime(const void *func)
 	ki = cg_kinfo_new(func, sizes, n);
 	if (ki) {
 		const char *name = NULL;
-		if (cg_real.cudaFuncGetName && cg_real.cudaFuncGetName(&name, func) == cudaSuccess)
+		if (cg_real.cudaFuncGetName && cg_real.cudaFuncGetName(&name, func) == cudaSuccess) {
+			snprintf(ki->name, sizeof ki->name, "%s", name ? name : "");
 			ki->nccl = (uint8_t)cg_is_nccl_name(name);
+		}
 	}
 out_clear:
 	cg_real.cudaGetLastError();
@@ -113,8 +116,10 @@ static struct cg_kinfo *cg_kinfo_learn_driver(const void *func)
 		ki->handle = handle;
 		const char *name = NULL;
 		if (handle == CG_K_FUNCTION && cg_drv.cuFuncGetName &&
-		    cg_drv.cuFuncGetName(&name, (CUfunction)func) == CUDA_SUCCESS)
+		    cg_drv.cuFuncGetName(&name, (CUfunction)func) == CUDA_SUCCESS) {
+			snprintf(ki->name, sizeof ki->name, "%s", name ? name : "");
 			ki->nccl = (uint8_t)cg_is_nccl_name(name);
+		}
 	}
 out:
 	cg_busy--;
@@ -550,6 +555,58 @@ uint64_t cg_op_shape_hash(const struct cg_op *op)
 	}
 #undef MIX
 	return h;
+}
+
+/* Names what differs between the values of two ops of one shape, for the
+ * debug log: which parameters of a kernel, which addresses of a copy. */
+void cg_op_describe_change(char *buf, size_t size, const struct cg_op *was, const struct cg_op *now)
+{
+	int n = 0;
+	switch (now->kind) {
+	case CG_OP_KERNEL: {
+		const struct cg_kinfo *ki = now->u.k.ki;
+		n = snprintf(buf, size, "kernel %s:", ki->name[0] ? ki->name : "(unnamed)");
+		uint32_t off = 0, shown = 0;
+		uint32_t np = now->u.k.packed ? 1 : ki->nparams;
+		for (uint32_t j = 0; j < np && n >= 0 && (size_t)n < size; j++) {
+			uint32_t sz = now->u.k.packed ? now->nbytes : ki->size[j];
+			const uint8_t *a = was->u.k.params + off, *b = now->u.k.params + off;
+			off += sz;
+			uint32_t lo = 0, hi = sz;
+			while (lo < sz && a[lo] == b[lo])
+				lo++;
+			if (lo == sz)
+				continue;
+			while (hi > lo && a[hi - 1] == b[hi - 1])
+				hi--;
+			if (++shown > 4) {
+				n += snprintf(buf + n, size - (size_t)n, " ...");
+				break;
+			}
+			uint64_t wa = 0, wb = 0;
+			uint32_t w = hi - lo < 8 ? hi - lo : 8;
+			memcpy(&wa, a + lo, w);
+			memcpy(&wb, b + lo, w);
+			n += snprintf(buf + n, size - (size_t)n, " param %u (%u bytes) bytes %u-%u %#llx -> %#llx",
+				      j, sz, lo, hi - 1, (unsigned long long)wa, (unsigned long long)wb);
+		}
+		break;
+	}
+	case CG_OP_MEMCPY:
+		snprintf(buf, size, "memcpy dst %p -> %p, src %p -> %p", was->u.cp.dst, now->u.cp.dst,
+			 was->u.cp.src, now->u.cp.src);
+		break;
+	case CG_OP_MEMSET:
+		snprintf(buf, size, "memset dst %p -> %p, value %d -> %d", was->u.ms.dst, now->u.ms.dst,
+			 was->u.ms.value, now->u.ms.value);
+		break;
+	case CG_OP_HOST:
+		snprintf(buf, size, "host function data %p -> %p", was->u.host.data, now->u.host.data);
+		break;
+	default:
+		snprintf(buf, size, "no values");
+		break;
+	}
 }
 
 int cg_op_same_values(const struct cg_op *a, const struct cg_op *b)
