@@ -56,6 +56,21 @@ def table(res):
                      f"| {fmt_x(r.get('speedup'))} | {fmt(r.get('vs_graph'), '.2f')} "
                      f"| {fmt_share(r.get('replay_share'))} | {fmt(None if ot is None else ot / 1000, '.2f')} "
                      f"| {fmt_payback(r)} | {fmt_match(r.get('output_match'))} |")
+    ab = [r for r in res.get("rows", []) if r.get("ab")]
+    if ab:
+        lines += ["", "## PyTorch, cgraft off and on within one process", "",
+                  "One process per model under cgraft, 40 blocks of 10 steps, cgraft switched off "
+                  "(`cgraft_set_enabled(0)`: every call passes through, as eager) and on in the order "
+                  "off, on, on, off, ...; medians per step, and the quartiles of the ratios of "
+                  "neighbouring blocks. Unlike the rows above, the host's drift between processes "
+                  "does not enter.", "",
+                  "| workload | cgraft off µs | cgraft on µs | speedup | neighbouring blocks, quartiles |",
+                  "| --- | ---: | ---: | ---: | --- |"]
+        for r in ab:
+            a = r["ab"]
+            lines.append(f"| {r['name']} | {fmt(a.get('ab_eager_us'))} | {fmt(a.get('ab_cgraft_us'))} "
+                         f"| {fmt_x(a.get('ab_ratio'))} | {fmt(a.get('ab_pair_lo'), '.2f')}–"
+                         f"{fmt(a.get('ab_pair_hi'), '.2f')} ({fmt(a.get('pairs'), '.0f')} pairs) |")
     pt = res.get("passthrough")
     if pt:
         lines += ["", "## Interception cost per call (same binary)", "",

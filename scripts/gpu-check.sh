@@ -118,6 +118,10 @@ torch_check() {
             --model "$m" --steps 50 --out "$OUT/torch/$m.cgraft.txt" \
             >"$OUT/torch/$m.cgraft.out" 2>"$OUT/torch/$m.cgraft.err"
         local rcg=$?
+        # cgraft switched off and on between blocks of steps, in one process.
+        LD_PRELOAD=$LIB CGRAFT_ENABLE=1 timeout 90 "$PY" scripts/torch_train.py --model "$m" --steps 50 --ab \
+            --out "$OUT/torch/$m.ab.txt" >"$OUT/torch/$m.ab.out" 2>"$OUT/torch/$m.ab.err"
+        local rab=$?
         local share
         share=$("$PY" - "$sd" <<'EOF'
 import glob, json, sys
@@ -131,14 +135,15 @@ for p in glob.glob(sys.argv[1] + "/*.json"):
 print(f"replayed {100 * rep / tot:.1f}% ({rep}/{tot} ops)" if tot else "no stats")
 EOF
 )
-        if [ $rb -ne 0 ] || [ $rcg -ne 0 ]; then
-            echo "FAIL $m: exit bare=$rb cgraft=$rcg; $share"
-            tail -5 "$OUT/torch/$m.bare.err" "$OUT/torch/$m.cgraft.err"
+        if [ $rb -ne 0 ] || [ $rcg -ne 0 ] || [ $rab -ne 0 ]; then
+            echo "FAIL $m: exit bare=$rb cgraft=$rcg switched=$rab; $share"
+            tail -5 "$OUT/torch/$m.bare.err" "$OUT/torch/$m.cgraft.err" "$OUT/torch/$m.ab.err"
             rc=1
-        elif cmp -s "$OUT/torch/$m.bare.txt" "$OUT/torch/$m.cgraft.txt"; then
-            echo "PASS $m: 50 losses identical; $share"
+        elif cmp -s "$OUT/torch/$m.bare.txt" "$OUT/torch/$m.cgraft.txt" &&
+             cmp -s "$OUT/torch/$m.bare.txt" "$OUT/torch/$m.ab.txt"; then
+            echo "PASS $m: 50 losses identical, also with cgraft switched off and on; $share"
         else
-            echo "FAIL $m: losses differ ($(diff "$OUT/torch/$m.bare.txt" "$OUT/torch/$m.cgraft.txt" | grep -c '^<') of 50); $share"
+            echo "FAIL $m: losses differ (cgraft $(diff "$OUT/torch/$m.bare.txt" "$OUT/torch/$m.cgraft.txt" | grep -c '^<'), switched $(diff "$OUT/torch/$m.bare.txt" "$OUT/torch/$m.ab.txt" | grep -c '^<') of 50); $share"
             rc=1
         fi
     done

@@ -1,11 +1,18 @@
 #!/usr/bin/env python3
 # scripts/torch_train.py: launch-bound PyTorch training (MLP or transformer block, AdamW),
 # deterministic, losses written as float.hex; eager, or hand-captured with torch.cuda.graphs.
-"""Usage: torch_train.py --model mlp|transformer [--steps 50] [--out losses.txt] [--graph]
+"""Usage: torch_train.py --model mlp|transformer [--steps 50] [--out losses.txt] [--graph | --ab]
 
 Losses stay on the device until the end (one host read), so the only blocking
 points are the timing synchronisations. Prints "TIME us_per_step=..." on stderr
 (median over blocks of steps after warm-up) and a digest line on stdout.
+
+--ab (under cgraft) compares in one process: blocks of steps alternate between
+cgraft switched off (cgraft_set_enabled(0): every call passes through, as eager)
+and on, in the order off, on, on, off, ...; prints "TIME ab_eager_us=...
+ab_cgraft_us=... ab_ratio=..." with the range of the ratios of neighbouring
+blocks. The host's speed drifts between processes more than launches cost, and
+a comparison within one process cancels most of that.
 """
 import argparse
 import os
@@ -80,6 +87,7 @@ def main():
     ap.add_argument("--steps", type=int, default=50)
     ap.add_argument("--out", default="losses.txt")
     ap.add_argument("--graph", action="store_true", help="hand-captured CUDA graph of the whole step")
+    ap.add_argument("--ab", action="store_true", help="cgraft off and on in alternating blocks (under cgraft)")
     ap.add_argument("--batch", type=int, default=32)
     ap.add_argument("--width", type=int, default=256)
     ap.add_argument("--depth", type=int, default=4, help="MLP layers")
@@ -99,6 +107,19 @@ def main():
     if a.steps < a.warmup + a.block:
         print(f"torch_train: --steps must be at least warmup+block ({a.warmup + a.block})", file=sys.stderr)
         return 64
+    set_enabled = None
+    if a.ab:
+        import ctypes
+        try:
+            set_enabled = ctypes.CDLL(None).cgraft_set_enabled
+        except AttributeError:
+            print("torch_train: --ab needs cgraft preloaded (LD_PRELOAD=.../libcgraft.so)", file=sys.stderr)
+            return 64
+        set_enabled.argtypes = [ctypes.c_int]
+        set_enabled.restype = ctypes.c_int
+        if a.graph:
+            print("torch_train: --ab and --graph exclude each other", file=sys.stderr)
+            return 64
 
     torch.manual_seed(a.seed)
     torch.cuda.manual_seed_all(a.seed)
@@ -165,14 +186,22 @@ def main():
             run_step(step)
             step += 1
         per_step = []
+        by_mode = {0: [], 1: []}
         torch.cuda.synchronize()
         while step + a.block <= a.steps:
+            if set_enabled:
+                on = (0, 1, 1, 0)[len(per_step) % 4]
+                set_enabled(on)
             t0 = time.perf_counter()
             for _ in range(a.block):
                 run_step(step)
                 step += 1
             torch.cuda.synchronize()
             per_step.append((time.perf_counter() - t0) * 1e6 / a.block)
+            if set_enabled:
+                by_mode[on].append(per_step[-1])
+        if set_enabled:
+            set_enabled(1)
         while step < a.steps:
             run_step(step)
             step += 1
@@ -186,6 +215,14 @@ def main():
           f"last={float(vals[-1]).hex()}")
     print(f"TIME us_per_step={statistics.median(per_step):.3f} min={min(per_step):.3f} "
           f"blocks={len(per_step)} block={a.block}", file=sys.stderr)
+    if set_enabled and by_mode[0] and by_mode[1]:
+        off, on = by_mode[0], by_mode[1]
+        # Neighbouring blocks of the two modes, paired: (off, on), (on, off), ...
+        ratios = sorted(x / y for x, y in zip(off, on))
+        print(f"TIME ab_eager_us={statistics.median(off):.3f} ab_cgraft_us={statistics.median(on):.3f} "
+              f"ab_ratio={statistics.median(off) / statistics.median(on):.4f} "
+              f"ab_pair_lo={ratios[len(ratios) // 4]:.4f} ab_pair_hi={ratios[(3 * len(ratios)) // 4]:.4f} "
+              f"pairs={len(ratios)}", file=sys.stderr)
     return 0
 
 

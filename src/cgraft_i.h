@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #define CG_HIDDEN __attribute__((visibility("hidden")))
+#define CG_EXPORT __attribute__((visibility("default")))
 #define cg_likely(x) __builtin_expect(!!(x), 1)
 #define cg_unlikely(x) __builtin_expect(!!(x), 0)
 #define CG_TLS __thread __attribute__((tls_model("initial-exec")))

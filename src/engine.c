@@ -6,6 +6,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cgraft.h"
 #include "cgraft_i.h"
 #include "graph_i.h"
 
@@ -358,11 +359,14 @@ void cg_epoch_bump(void)
 	cg_epoch++;
 }
 
-/* While the program captures, everything passes through untouched. */
-void cg_capture_stand_aside(int on)
+/* While the program captures, or has switched cgraft off, everything
+ * passes through untouched. */
+static atomic_int cg_capturing, cg_paused;
+
+static void cg_stand_aside_changed(void)
 {
-	cg_epoch++; /* work enqueued while standing aside went unseen */
-	cg_engine_on = on ? 0 : (cg_opt.enable && !cg_dead);
+	cg_epoch++; /* work enqueued while standing aside goes unseen */
+	cg_engine_on = cg_opt.enable && !cg_dead && !atomic_load(&cg_capturing) && !atomic_load(&cg_paused);
 }
 
 /* Flushes whatever is deferred or recorded: the segment ends here. */
@@ -547,9 +551,27 @@ void cg_engine_boundary(enum cg_api api, enum cg_reason why, int unsupported)
 	pthread_mutex_unlock(&cg_lock);
 }
 
-/* ---- specials --------------------------------------------------------- */
-static atomic_int cg_capturing;
+/* ---- the program's switch ---------------------------------------------- */
+CG_EXPORT int cgraft_set_enabled(int on)
+{
+	cg_init();
+	if (!cg_opt.enable || cg_dead)
+		return -1;
+	pthread_mutex_lock(&cg_lock);
+	int was = !atomic_load(&cg_paused);
+	if (was && !on) {
+		/* What is deferred runs now, as if the switch were a sync. */
+		cg_flush();
+		E.known_period = 0;
+	}
+	atomic_store(&cg_paused, !on);
+	if (was != !!on)
+		cg_stand_aside_changed();
+	pthread_mutex_unlock(&cg_lock);
+	return was;
+}
 
+/* ---- specials --------------------------------------------------------- */
 cudaError_t cg_special_cudaStreamBeginCapture(enum cg_api api, int pt, cudaStream_t stream,
 					      enum cudaStreamCaptureMode mode)
 {
@@ -567,14 +589,14 @@ cudaError_t cg_special_cudaStreamBeginCapture(enum cg_api api, int pt, cudaStrea
 void cg_capture_begin(void)
 {
 	if (atomic_fetch_add(&cg_capturing, 1) == 0)
-		cg_capture_stand_aside(1);
+		cg_stand_aside_changed();
 }
 
 void cg_capture_end(void)
 {
 	/* Even a failed end closes the capture. */
 	if (atomic_load(&cg_capturing) > 0 && atomic_fetch_sub(&cg_capturing, 1) == 1)
-		cg_capture_stand_aside(0);
+		cg_stand_aside_changed();
 }
 
 cudaError_t cg_special_cudaStreamEndCapture(enum cg_api api, int pt, cudaStream_t stream,

@@ -11,7 +11,6 @@ struct cg_tmpl;
 uint64_t cg_segno(void) CG_HIDDEN;
 uint64_t cg_epoch_now(void) CG_HIDDEN;
 void cg_epoch_bump(void) CG_HIDDEN;
-void cg_capture_stand_aside(int on) CG_HIDDEN;
 
 /* Counts a recorded shape; returns how often it has been seen. */
 int cg_seen_note(const uint64_t *shape, size_t n, uint64_t eager_ns) CG_HIDDEN;

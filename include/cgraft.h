@@ -1,0 +1,29 @@
+/* cgraft's one function for programs that want to steer it; cgraft needs
+ * none of them. The library is preloaded, so look the symbol up at run time
+ * and the program runs without cgraft too:
+ *
+ *     int (*set)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "cgraft_set_enabled");
+ *     if (set)
+ *         set(0);
+ *
+ * or, from Python, ctypes.CDLL(None).cgraft_set_enabled (an AttributeError
+ * where cgraft is not loaded). */
+#ifndef CGRAFT_H
+#define CGRAFT_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* on = 0: whatever cgraft holds back is submitted now, in order, and every
+ * CUDA call passes straight through until on = 1, from which cgraft replays
+ * again the graphs it has built. Returns whether cgraft was on before, or -1
+ * where it is off for the whole process (CGRAFT_ENABLE=0, or it found that
+ * nothing repeats). Safe from any thread. */
+int cgraft_set_enabled(int on);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
