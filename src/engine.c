@@ -68,6 +68,10 @@ enum cg_mode { CG_RECORD, CG_DEFER };
 
 #define CG_MAX_CAND 16
 #define CG_MAX_PERIODS 64
+/* Segments at least this long that end where the host waits are replayed
+ * as a chain of graphs, the first of CG_CHAIN_FIRST ops. */
+#define CG_CHAIN_MIN 32
+#define CG_CHAIN_FIRST 8
 
 static pthread_mutex_t cg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct {
@@ -89,6 +93,8 @@ static struct {
 	struct cg_tmpl *cand[CG_MAX_CAND];
 	int ncand;
 	struct cg_tmpl *complete; /* a candidate of exactly n ops */
+	struct cg_tmpl *expect;   /* the next piece of a chain being replayed */
+	int host_waits;           /* the segment ends at a call the host waits in */
 	/* Period detection in RECORD mode: live candidate periods. */
 	size_t period[CG_MAX_PERIODS];
 	int nperiod;
@@ -184,6 +190,27 @@ static int cg_in_window(void)
 	       E.segno >= E.passive_until;
 }
 
+/* The length of the first piece where the segment is to be replayed as a
+ * chain, else 0. Where the host waits for the device at the segment's end,
+ * the device idles while the host makes the calls that a single graph would
+ * be launched after; a chain starts it after the first few. One stream only:
+ * pieces over several would each need their fork and join. */
+static size_t cg_chain_first(size_t n)
+{
+	if (!E.host_waits || n < CG_CHAIN_MIN)
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if (E.ops[i].stream != E.ops[0].stream)
+			return 0;
+	return cg_opt.min_ops > CG_CHAIN_FIRST ? (size_t)cg_opt.min_ops : CG_CHAIN_FIRST;
+}
+
+void cg_engine_tmpl_gone(const struct cg_tmpl *t)
+{
+	if (E.expect == t)
+		E.expect = NULL;
+}
+
 /* A recorded segment ends: count its shape, build a graph once it recurs.
  * eager_ns: the host time its calls took, or 0 where unknown. */
 static int cg_learn(uint64_t eager_ns)
@@ -196,7 +223,10 @@ static int cg_learn(uint64_t eager_ns)
 	if ((long)n < cg_opt.min_ops || !cg_in_window())
 		return 0;
 	uint64_t t0 = cg_now_ns();
+	size_t first = cg_chain_first(n);
 	struct cg_tmpl *t = cg_tmpl_lookup(E.shape, E.ops, n);
+	if (!t && first)
+		t = cg_tmpl_lookup(E.shape, E.ops, first);
 	if (t) {
 		/* A built shape ran eagerly (after a divergence): its cost
 		 * is a fresh eager sample. */
@@ -221,7 +251,10 @@ static int cg_learn(uint64_t eager_ns)
 		return 0;
 	}
 	E.quiet_segments = 0;
-	cg_tmpl_build(E.shape, E.ops, n, eager_ns);
+	if (first)
+		cg_tmpl_build_chain(E.shape, E.ops, n, eager_ns, first);
+	else
+		cg_tmpl_build(E.shape, E.ops, n, eager_ns);
 	cg_stat_add(record_ns, cg_now_ns() - t0);
 	return 1;
 }
@@ -232,6 +265,7 @@ static int cg_cut(void)
 {
 	int known = E.mode == CG_RECORD && E.n ? cg_learn(E.api_ok ? E.api_ns : 0) : 0;
 	E.mode = CG_RECORD;
+	E.expect = NULL;
 	E.have_owner = 0;
 	cg_seg_clear();
 	return known;
@@ -332,6 +366,7 @@ static void cg_launch_complete(void)
 	size_t n = E.n;
 	if (cg_tmpl_launch(t, E.ops, n, E.timing ? E.api_ns : 0) == 0) {
 		cg_stat_add(ops_replayed, n);
+		E.expect = cg_tmpl_next_piece(t);
 		E.mode = CG_RECORD;
 		E.have_owner = 0;
 		cg_seg_clear();
@@ -420,7 +455,13 @@ static int cg_try_defer(const struct cg_op *op, uint64_t shape)
 	if (E.mode == CG_RECORD) {
 		if (pos || !cg_in_window())
 			return 0;
-		E.ncand = cg_tmpl_candidates(shape, op, E.cand, CG_MAX_CAND);
+		if (E.expect && cg_tmpl_can_follow(E.expect, shape, op)) {
+			E.cand[0] = E.expect; /* a chain goes on */
+			E.ncand = 1;
+		} else {
+			E.ncand = cg_tmpl_candidates(shape, op, E.cand, CG_MAX_CAND);
+		}
+		E.expect = NULL;
 		if (!E.ncand)
 			return 0;
 		E.timing = cg_tmpl_wants_timing(E.cand[0]);
@@ -450,10 +491,11 @@ static int cg_try_defer(const struct cg_op *op, uint64_t shape)
 	E.complete = NULL;
 	int longer = 0;
 	for (int i = 0; i < E.ncand; i++) {
-		if (cg_tmpl_nops(E.cand[i]) == E.n)
-			E.complete = E.cand[i];
-		else
+		if (cg_tmpl_nops(E.cand[i]) != E.n)
 			longer = 1;
+		else if (!E.complete || cg_tmpl_distance(E.cand[i], E.ops, E.n) <
+						cg_tmpl_distance(E.complete, E.ops, E.n))
+			E.complete = E.cand[i]; /* of equal shapes, the closer values */
 	}
 	if (E.complete && !longer)
 		cg_launch_complete();
@@ -546,7 +588,12 @@ void cg_engine_boundary(enum cg_api api, enum cg_reason why, int unsupported)
 		cg_debug("%s: not modelled (%s), runs eagerly",
 			 api < CG_API_COUNT ? cg_api_names[api] : "driver call", cg_reason_names[why]);
 	}
+	/* Calls cgraft models as boundaries (synchronisation, blocking
+	 * copies, queries) are where the host waits for the device. */
+	E.host_waits = !unsupported;
 	cg_flush();
+	E.host_waits = 0;
+	E.expect = NULL;
 	E.known_period = 0;
 	pthread_mutex_unlock(&cg_lock);
 }

@@ -76,6 +76,10 @@ struct cg_tmpl {
 	uint32_t replays, diverged;
 	double eager_ns, replay_ns;
 	uint64_t last_used;
+	/* A piece of a longer segment: next is launched after it, and only
+	 * a head piece starts a segment. */
+	struct cg_tmpl *next_piece;
+	int follows;
 };
 
 static struct cg_tmpl *cg_tmpls;
@@ -345,6 +349,10 @@ static int cg_stream_blocking(cudaStream_t s)
 
 static void cg_tmpl_free(struct cg_tmpl *t)
 {
+	for (struct cg_tmpl *o = cg_tmpls; o; o = o->next)
+		if (o->next_piece == t)
+			o->next_piece = NULL;
+	cg_engine_tmpl_gone(t);
 	for (int i = 0; i < t->nvar; i++) {
 		CG_CALL(cudaGraphExecDestroy, t->var[i].exec);
 		free(t->var[i].vals);
@@ -580,12 +588,12 @@ static void cg_evict_lru(void)
 	}
 }
 
-void cg_tmpl_build(const uint64_t *shape, const struct cg_op *ops, size_t n, uint64_t eager_ns)
+struct cg_tmpl *cg_tmpl_build(const uint64_t *shape, const struct cg_op *ops, size_t n, uint64_t eager_ns)
 {
 	struct cg_tmpl *t = calloc(1, sizeof *t);
 	size_t pb = cg_params_total(ops, n);
 	if (!t)
-		return;
+		return NULL;
 	t->n = n;
 	t->key = cg_key(shape, n);
 	t->ops = malloc(n * sizeof *t->ops);
@@ -619,10 +627,50 @@ void cg_tmpl_build(const uint64_t *shape, const struct cg_op *ops, size_t n, uin
 	cg_ntmpl++;
 	cg_stat_add(graphs_built, 1);
 	cg_debug("built a graph of %zu ops over %d streams", n, t->nstreams);
-	return;
+	return t;
 fail:
 	cg_count_fallback(CG_WHY_BUILD_FAILED);
 	cg_tmpl_free(t);
+	return NULL;
+}
+
+/* The size of each piece of a chain: the first small, so the device starts
+ * early, then each three times the last, which it runs while the host
+ * records the next. */
+static size_t cg_piece_len(size_t done, size_t left, size_t first)
+{
+	size_t len = first;
+	for (size_t d = 0; d < done; d += len, len *= 3)
+		;
+	/* A rest shorter than half a piece joins this piece. */
+	return left < len + len / 2 ? left : len;
+}
+
+size_t cg_tmpl_build_chain(const uint64_t *shape, const struct cg_op *ops, size_t n, uint64_t eager_ns,
+			   size_t first)
+{
+	struct cg_tmpl *prev = NULL;
+	size_t done = 0, pieces = 0;
+	while (done < n) {
+		size_t len = cg_piece_len(done, n - done, first);
+		struct cg_tmpl *t = cg_tmpl_build(shape + done, ops + done, len, eager_ns * len / n);
+		if (!t)
+			break; /* the rest runs eagerly when it comes */
+		t->follows = prev != NULL;
+		if (prev)
+			prev->next_piece = t;
+		prev = t;
+		done += len;
+		pieces++;
+	}
+	if (pieces)
+		cg_debug("built a chain of %zu graphs for a %zu-op segment", pieces, n);
+	return pieces;
+}
+
+struct cg_tmpl *cg_tmpl_next_piece(const struct cg_tmpl *t)
+{
+	return t->next_piece;
 }
 
 /* ---- lookup ----------------------------------------------------------- */
@@ -662,9 +710,14 @@ int cg_tmpl_candidates(uint64_t shape, const struct cg_op *op, struct cg_tmpl **
 {
 	int n = 0;
 	for (struct cg_tmpl *t = cg_tmpls; t && n < max; t = t->next)
-		if (t->shape[0] == shape && cg_op_same_shape(&t->ops[0], op) && cg_tmpl_usable(t))
+		if (!t->follows && t->shape[0] == shape && cg_op_same_shape(&t->ops[0], op) && cg_tmpl_usable(t))
 			out[n++] = t;
 	return n;
+}
+
+int cg_tmpl_can_follow(struct cg_tmpl *t, uint64_t shape, const struct cg_op *op)
+{
+	return t->shape[0] == shape && cg_op_same_shape(&t->ops[0], op) && cg_tmpl_usable(t);
 }
 
 size_t cg_tmpl_nops(const struct cg_tmpl *t)
@@ -816,6 +869,18 @@ static size_t cg_distance(const struct cg_tmpl *t, const struct cg_variant *v, i
 	size_t d = 0;
 	for (size_t i = 0; i < t->n; i++)
 		d += v->vh[i] != t->hnow[i] && !(stable_only && cg_node_volatile(t, i));
+	return d;
+}
+
+size_t cg_tmpl_distance(const struct cg_tmpl *t, const struct cg_op *ops, size_t n)
+{
+	const struct cg_variant *last = NULL;
+	for (int i = 0; i < t->nvar; i++)
+		if (!last || t->var[i].last_used > last->last_used)
+			last = &t->var[i];
+	size_t d = 0;
+	for (size_t i = 0; i < n && i < t->n; i++)
+		d += !cg_op_same_values(&last->vals[i], &ops[i]);
 	return d;
 }
 

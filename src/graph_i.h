@@ -14,8 +14,21 @@ void cg_epoch_bump(void) CG_HIDDEN;
 
 /* Counts a recorded shape; returns how often it has been seen. */
 int cg_seen_note(const uint64_t *shape, size_t n, uint64_t eager_ns) CG_HIDDEN;
-/* Builds and instantiates a template from recorded ops. */
-void cg_tmpl_build(const uint64_t *shape, const struct cg_op *ops, size_t n, uint64_t eager_ns) CG_HIDDEN;
+/* Builds and instantiates a template from recorded ops; NULL if it fails. */
+struct cg_tmpl *cg_tmpl_build(const uint64_t *shape, const struct cg_op *ops, size_t n,
+			      uint64_t eager_ns) CG_HIDDEN;
+/* Builds a chain of templates for the pieces of a segment, the first of
+ * `first` ops; returns how many pieces were built. */
+size_t cg_tmpl_build_chain(const uint64_t *shape, const struct cg_op *ops, size_t n, uint64_t eager_ns,
+			   size_t first) CG_HIDDEN;
+/* How many of ops differ in their values from t's last launch. */
+size_t cg_tmpl_distance(const struct cg_tmpl *t, const struct cg_op *ops, size_t n) CG_HIDDEN;
+/* The piece launched after t, or NULL. */
+struct cg_tmpl *cg_tmpl_next_piece(const struct cg_tmpl *t) CG_HIDDEN;
+/* Whether t, a piece expected next, may go on from op. */
+int cg_tmpl_can_follow(struct cg_tmpl *t, uint64_t shape, const struct cg_op *op) CG_HIDDEN;
+/* The engine forgets a template that is being freed. */
+void cg_engine_tmpl_gone(const struct cg_tmpl *t) CG_HIDDEN;
 struct cg_tmpl *cg_tmpl_lookup(const uint64_t *shape, const struct cg_op *ops, size_t n) CG_HIDDEN;
 int cg_tmpl_any(void) CG_HIDDEN;
 void cg_tmpl_note_eager(struct cg_tmpl *t, uint64_t ns) CG_HIDDEN;
