@@ -79,6 +79,22 @@ def table(res):
         for p in pt:
             lines.append(f"| {p['api']} | {fmt(p.get('bare_ns'))} | {fmt(p.get('disabled_ns'))} "
                          f"| {fmt(p.get('overhead_ns'), '+.1f')} | {fmt(p.get('enabled_ns'))} |")
+    upd = res.get("nodeupdate")
+    if upd:
+        lines += ["", "## Host cost of a kernel-node update", "",
+                  "`kernels/nodeupdate`: an eager launch, and the update of one node of an instantiated "
+                  "64-node graph before its launch (the slope over 64 updates), by the size of the "
+                  "kernel's parameters: 32 bytes (a scalar kernel), 648 (PyTorch's elementwise kernels), "
+                  "3368 (its multi-tensor-apply kernels, which the foreach optimizers use).", "",
+                  "| parameter bytes | eager launch ns | update, runtime API ns | update, driver API ns |",
+                  "| ---: | ---: | ---: | ---: |"]
+        by = {}
+        for t in upd:
+            by.setdefault(int(t.get("size", 0)), {})[t.get("api")] = t.get("ns")
+        for size in sorted(by):
+            d = by[size]
+            lines.append(f"| {size} | {fmt(d.get('eager_launch'), '.0f')} | {fmt(d.get('runtime_update'), '.0f')} "
+                         f"| {fmt(d.get('driver_update'), '.0f')} |")
     if res.get("skipped"):
         lines += ["", "Skipped (time budget or missing dependency): " + ", ".join(res["skipped"])]
     fb = {}

@@ -3,6 +3,8 @@
 # losses bare vs under cgraft, then the benchmark; logs under $OUT (else ./gpu-out).
 #
 # Fits in 9 minutes: every step has a time limit and the benchmark gets what is left.
+# GPU_CHECK_ONLY=tests (build, GPU suite, PyTorch losses) or bench (build, benchmark)
+# splits it in two calls of up to 9 minutes each; the second reuses the build.
 set -u
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -14,6 +16,11 @@ BUILD=${BUILD:-$ROOT/build}
 T0=$(date +%s)
 TOTAL_S=${GPU_CHECK_TOTAL_S:-570}
 PY=${PYTHON:-python3}
+ONLY=${GPU_CHECK_ONLY:-all}
+case $ONLY in
+    all | tests | bench) ;;
+    *) echo "gpu-check: GPU_CHECK_ONLY must be tests, bench or unset, not '$ONLY'" >&2; exit 64 ;;
+esac
 
 SUMMARY=()
 FAILED=0
@@ -85,7 +92,7 @@ note "build done"
 # Correctness runs do not care about timing, so they share the GPU; the benchmark
 # afterwards runs alone.
 t=$(date +%s)
-if [ $build_ok = 1 ]; then
+if [ $build_ok = 1 ] && [ "$ONLY" != bench ]; then
     tests_limit=$(( $(left) - 120 ))
     [ $tests_limit -gt 200 ] && tests_limit=200
     [ $tests_limit -lt 30 ] && tests_limit=30
@@ -150,7 +157,9 @@ EOF
     return $rc
 }
 
-if [ $build_ok = 1 ]; then
+if [ "$ONLY" = bench ]; then
+    note "GPU suite and PyTorch losses not run (GPU_CHECK_ONLY=bench)"
+elif [ $build_ok = 1 ]; then
     torch_check >"$OUT/torch.log" 2>&1
     torch_rc=$?
     if grep -q '^SKIP' "$OUT/torch.log"; then
@@ -179,8 +188,10 @@ fi
 # --- benchmark -------------------------------------------------------------------
 t=$(date +%s)
 budget=$(( $(left) - 25 ))
-[ $budget -gt 440 ] && budget=440
-if [ "${tests_rc:-0}" = 77 ]; then
+[ $budget -gt 520 ] && budget=520
+if [ "$ONLY" = tests ]; then
+    note "benchmark not run (GPU_CHECK_ONLY=tests)"
+elif [ "${tests_rc:-0}" = 77 ] || ! nvidia-smi -L >/dev/null 2>&1; then
     record bench SKIP 0 "no GPU"
 elif [ $build_ok = 1 ] && [ $budget -gt 30 ]; then
     timeout $(( budget + 60 )) "$PY" scripts/bench --build "$BUILD" --no-build --out "$OUT/bench" \
