@@ -251,10 +251,10 @@ static int cg_learn(uint64_t eager_ns)
 		return 0;
 	}
 	E.quiet_segments = 0;
-	if (first)
+	if (first && cg_tmpl_chain_ok(E.shape, E.ops, n, first))
 		cg_tmpl_build_chain(E.shape, E.ops, n, eager_ns, first);
 	else
-		cg_tmpl_build(E.shape, E.ops, n, eager_ns);
+		cg_tmpl_build_whole(E.shape, E.ops, n, eager_ns);
 	cg_stat_add(record_ns, cg_now_ns() - t0);
 	return 1;
 }

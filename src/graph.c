@@ -646,6 +646,58 @@ static size_t cg_piece_len(size_t done, size_t left, size_t first)
 	return left < len + len / 2 ? left : len;
 }
 
+/* Whether a template that starts a segment starts with op. */
+static int cg_starts_with(const struct cg_tmpl *t, uint64_t shape, const struct cg_op *op)
+{
+	return !t->follows && t->shape[0] == shape && cg_op_same_shape(&t->ops[0], op);
+}
+
+/* Frees the chains that start with op, and their pieces. */
+static void cg_drop_chains(uint64_t shape, const struct cg_op *op)
+{
+	struct cg_tmpl **pp = &cg_tmpls;
+	while (*pp) {
+		struct cg_tmpl *t = *pp;
+		if (!t->next_piece || !cg_starts_with(t, shape, op)) {
+			pp = &t->next;
+			continue;
+		}
+		/* Unlink the chain piece by piece: freeing clears links to it. */
+		while (t) {
+			struct cg_tmpl *next = t->next_piece, **q = &cg_tmpls;
+			while (*q && *q != t)
+				q = &(*q)->next;
+			if (*q) {
+				*q = t->next;
+				cg_tmpl_free(t);
+				cg_ntmpl--;
+			}
+			t = next;
+		}
+		pp = &cg_tmpls;
+	}
+}
+
+int cg_tmpl_chain_ok(const uint64_t *shape, const struct cg_op *ops, size_t n, size_t first)
+{
+	/* A template that starts alike would compete with the first piece
+	 * (the longer candidate wins), and the chain could never start. */
+	for (struct cg_tmpl *t = cg_tmpls; t; t = t->next)
+		if (cg_starts_with(t, shape[0], &ops[0]))
+			return 0;
+	size_t pieces = 0;
+	for (size_t done = 0; done < n; pieces++)
+		done += cg_piece_len(done, n - done, first);
+	/* Building a piece must not evict an earlier one. */
+	return pieces < (size_t)cg_opt.max_graphs;
+}
+
+void cg_tmpl_build_whole(const uint64_t *shape, const struct cg_op *ops, size_t n, uint64_t eager_ns)
+{
+	cg_drop_chains(shape[0], &ops[0]);
+	cg_tmpl_build(shape, ops, n, eager_ns);
+}
+
 size_t cg_tmpl_build_chain(const uint64_t *shape, const struct cg_op *ops, size_t n, uint64_t eager_ns,
 			   size_t first)
 {

@@ -17,6 +17,12 @@ int cg_seen_note(const uint64_t *shape, size_t n, uint64_t eager_ns) CG_HIDDEN;
 /* Builds and instantiates a template from recorded ops; NULL if it fails. */
 struct cg_tmpl *cg_tmpl_build(const uint64_t *shape, const struct cg_op *ops, size_t n,
 			      uint64_t eager_ns) CG_HIDDEN;
+/* Builds a whole template for a segment, after dropping the chains that
+ * start alike: they would lose every match to it. */
+void cg_tmpl_build_whole(const uint64_t *shape, const struct cg_op *ops, size_t n, uint64_t eager_ns) CG_HIDDEN;
+/* Whether the segment may be replayed as a chain with a first piece of
+ * `first` ops: no template starts alike, and the pieces fit. */
+int cg_tmpl_chain_ok(const uint64_t *shape, const struct cg_op *ops, size_t n, size_t first) CG_HIDDEN;
 /* Builds a chain of templates for the pieces of a segment, the first of
  * `first` ops; returns how many pieces were built. */
 size_t cg_tmpl_build_chain(const uint64_t *shape, const struct cg_op *ops, size_t n, uint64_t eager_ns,
