@@ -609,6 +609,7 @@ CG_EXPORT int cgraft_set_enabled(int on)
 	if (was && !on) {
 		/* What is deferred runs now, as if the switch were a sync. */
 		cg_flush();
+		E.expect = NULL;
 		E.known_period = 0;
 	}
 	atomic_store(&cg_paused, !on);

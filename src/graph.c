@@ -646,10 +646,15 @@ static size_t cg_piece_len(size_t done, size_t left, size_t first)
 	return left < len + len / 2 ? left : len;
 }
 
+static int cg_first_op_is(const struct cg_tmpl *t, uint64_t shape, const struct cg_op *op)
+{
+	return t->shape[0] == shape && cg_op_same_shape(&t->ops[0], op);
+}
+
 /* Whether a template that starts a segment starts with op. */
 static int cg_starts_with(const struct cg_tmpl *t, uint64_t shape, const struct cg_op *op)
 {
-	return !t->follows && t->shape[0] == shape && cg_op_same_shape(&t->ops[0], op);
+	return !t->follows && cg_first_op_is(t, shape, op);
 }
 
 /* Frees the chains that start with op, and their pieces. */
@@ -762,14 +767,14 @@ int cg_tmpl_candidates(uint64_t shape, const struct cg_op *op, struct cg_tmpl **
 {
 	int n = 0;
 	for (struct cg_tmpl *t = cg_tmpls; t && n < max; t = t->next)
-		if (!t->follows && t->shape[0] == shape && cg_op_same_shape(&t->ops[0], op) && cg_tmpl_usable(t))
+		if (cg_starts_with(t, shape, op) && cg_tmpl_usable(t))
 			out[n++] = t;
 	return n;
 }
 
 int cg_tmpl_can_follow(struct cg_tmpl *t, uint64_t shape, const struct cg_op *op)
 {
-	return t->shape[0] == shape && cg_op_same_shape(&t->ops[0], op) && cg_tmpl_usable(t);
+	return cg_first_op_is(t, shape, op) && cg_tmpl_usable(t);
 }
 
 size_t cg_tmpl_nops(const struct cg_tmpl *t)
@@ -924,12 +929,19 @@ static size_t cg_distance(const struct cg_tmpl *t, const struct cg_variant *v, i
 	return d;
 }
 
-size_t cg_tmpl_distance(const struct cg_tmpl *t, const struct cg_op *ops, size_t n)
+/* The variant launched last: it holds the last launch's values. */
+static struct cg_variant *cg_last_variant(struct cg_tmpl *t)
 {
-	const struct cg_variant *last = NULL;
-	for (int i = 0; i < t->nvar; i++)
-		if (!last || t->var[i].last_used > last->last_used)
+	struct cg_variant *last = &t->var[0];
+	for (int i = 1; i < t->nvar; i++)
+		if (t->var[i].last_used > last->last_used)
 			last = &t->var[i];
+	return last;
+}
+
+size_t cg_tmpl_distance(struct cg_tmpl *t, const struct cg_op *ops, size_t n)
+{
+	const struct cg_variant *last = cg_last_variant(t);
 	size_t d = 0;
 	for (size_t i = 0; i < n && i < t->n; i++)
 		d += !cg_op_same_values(&last->vals[i], &ops[i]);
@@ -941,10 +953,7 @@ size_t cg_tmpl_distance(const struct cg_tmpl *t, const struct cg_op *ops, size_t
  * not change at every launch recur; the rest is updated node by node. */
 static struct cg_variant *cg_pick_variant(struct cg_tmpl *t, const struct cg_op *ops, size_t n)
 {
-	struct cg_variant *last = NULL;
-	for (int i = 0; i < t->nvar; i++)
-		if (!last || t->var[i].last_used > last->last_used)
-			last = &t->var[i];
+	struct cg_variant *last = cg_last_variant(t);
 	if (cg_all_same(last, ops, n))
 		return last;
 	uint64_t key = cg_note_values(t, ops);

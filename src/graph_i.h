@@ -28,7 +28,7 @@ int cg_tmpl_chain_ok(const uint64_t *shape, const struct cg_op *ops, size_t n, s
 size_t cg_tmpl_build_chain(const uint64_t *shape, const struct cg_op *ops, size_t n, uint64_t eager_ns,
 			   size_t first) CG_HIDDEN;
 /* How many of ops differ in their values from t's last launch. */
-size_t cg_tmpl_distance(const struct cg_tmpl *t, const struct cg_op *ops, size_t n) CG_HIDDEN;
+size_t cg_tmpl_distance(struct cg_tmpl *t, const struct cg_op *ops, size_t n) CG_HIDDEN;
 /* The piece launched after t, or NULL. */
 struct cg_tmpl *cg_tmpl_next_piece(const struct cg_tmpl *t) CG_HIDDEN;
 /* Whether t, a piece expected next, may go on from op. */
