@@ -157,9 +157,71 @@ EOF
     return $rc
 }
 
+# Data-parallel training over every GPU (DistributedDataParallel, NCCL), bare and
+# under cgraft: the losses and final parameters of every rank must be identical.
+ddp_check() {
+    local n
+    n=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+    if [ "$n" -lt 2 ]; then
+        echo "SKIP data-parallel training needs 2 GPUs, this machine has $n"
+        return 0
+    fi
+    if ! "$PY" -c 'import torch.distributed' >/dev/null 2>&1; then
+        echo "SKIP torch.distributed not importable"
+        return 0
+    fi
+    mkdir -p "$OUT/ddp"
+    local sd="$OUT/ddp/stats" run=("$PY" -m torch.distributed.run --standalone --nproc_per_node="$n"
+        scripts/torch_ddp.py --steps 30)
+    rm -rf "$sd"
+    mkdir -p "$sd"
+    env -u LD_PRELOAD timeout 150 "${run[@]}" --out "$OUT/ddp/bare" >"$OUT/ddp/bare.log" 2>&1
+    local rb=$?
+    LD_PRELOAD=$LIB CGRAFT_ENABLE=1 CGRAFT_STATS="$sd/stats.%p.json" timeout 150 "${run[@]}" \
+        --out "$OUT/ddp/cgraft" >"$OUT/ddp/cgraft.log" 2>&1
+    local rcg=$?
+    local stats
+    stats=$("$PY" - "$sd" <<'EOF'
+import glob, json, sys
+rep = tot = nccl = 0
+for p in glob.glob(sys.argv[1] + "/*.json"):
+    try:
+        d = json.load(open(p))
+    except (OSError, ValueError):
+        continue
+    rep += d.get("ops_replayed", 0); tot += d.get("ops_total", 0)
+    nccl += (d.get("fallbacks") or {}).get("nccl_kernel", 0)
+print(f"replayed {100 * rep / tot:.1f}% ({rep}/{tot} ops), NCCL kernels left eager {nccl}" if tot else "no stats")
+EOF
+)
+    if [ $rb -ne 0 ] || [ $rcg -ne 0 ]; then
+        echo "FAIL ddp over $n GPUs: exit bare=$rb cgraft=$rcg; $stats"
+        tail -5 "$OUT/ddp/bare.log" "$OUT/ddp/cgraft.log"
+        return 1
+    fi
+    local r bad=0
+    for r in $(seq 0 $((n - 1))); do
+        cmp -s "$OUT/ddp/bare.rank$r.txt" "$OUT/ddp/cgraft.rank$r.txt" || bad=1
+    done
+    if [ $bad = 0 ]; then
+        echo "PASS ddp over $n GPUs: 30 losses and final parameters identical on every rank; $stats"
+    else
+        echo "FAIL ddp over $n GPUs: a rank's losses or parameters differ; $stats"
+        return 1
+    fi
+}
+
 if [ "$ONLY" = bench ]; then
     note "GPU suite and PyTorch losses not run (GPU_CHECK_ONLY=bench)"
 elif [ $build_ok = 1 ]; then
+    t_ddp=$(date +%s)
+    ddp_check >"$OUT/ddp.log" 2>&1
+    ddp_rc=$?
+    case $ddp_rc:$(head -c4 "$OUT/ddp.log") in
+        0:SKIP) record torch-ddp SKIP $(( $(date +%s) - t_ddp )) "$(head -1 "$OUT/ddp.log" | cut -c6-)" ;;
+        0:*) record torch-ddp PASS $(( $(date +%s) - t_ddp )) "$(grep -h '^PASS' "$OUT/ddp.log" | cut -c6-)" ;;
+        *) record torch-ddp FAIL $(( $(date +%s) - t_ddp )) "$(grep -h '^FAIL' "$OUT/ddp.log" | cut -c6-)" ;;
+    esac
     torch_check >"$OUT/torch.log" 2>&1
     torch_rc=$?
     if grep -q '^SKIP' "$OUT/torch.log"; then
