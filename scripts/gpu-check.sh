@@ -183,7 +183,7 @@ ddp_check() {
     local stats
     stats=$("$PY" - "$sd" <<'EOF'
 import glob, json, sys
-rep = tot = nccl = 0
+rep = tot = nccl = attr = 0
 for p in glob.glob(sys.argv[1] + "/*.json"):
     try:
         d = json.load(open(p))
@@ -191,7 +191,10 @@ for p in glob.glob(sys.argv[1] + "/*.json"):
         continue
     rep += d.get("ops_replayed", 0); tot += d.get("ops_total", 0)
     nccl += (d.get("fallbacks") or {}).get("nccl_kernel", 0)
-print(f"replayed {100 * rep / tot:.1f}% ({rep}/{tot} ops), NCCL kernels left eager {nccl}" if tot else "no stats")
+    attr += (d.get("fallbacks") or {}).get("launch_attribute", 0)
+# NCCL launches with attributes: those count as launch_attribute.
+print(f"replayed {100 * rep / tot:.1f}% ({rep}/{tot} ops); left eager: {nccl} NCCL kernels, "
+      f"{attr} launches with attributes" if tot else "no stats")
 EOF
 )
     if [ $rb -ne 0 ] || [ $rcg -ne 0 ]; then
