@@ -47,6 +47,20 @@ const char *const cg_drv_names[CG_DRV_COUNT] = {
 		cg_engine_boundary(CG_API_COUNT, CG_WHY_DRIVER_CALL, 0);       \
 		return CG_DRV_CALL(name, args);                                \
 	}
+/* Making the current context current again changes nothing: no segment end. */
+static int cg_ctx_is_current(CUcontext c)
+{
+	CUcontext cur;
+	return cg_drv_resolve_internal() == 0 && cg_drv.cuCtxGetCurrent &&
+	       cg_drv.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == c;
+}
+#define CG_DWRAP_CTX(name, args)                                               \
+	{                                                                      \
+		CG_DRV_ENTER(name, args);                                      \
+		if (!cg_ctx_is_current args)                                   \
+			cg_engine_boundary(CG_API_COUNT, CG_WHY_DRIVER_CALL, 0); \
+		return CG_DRV_CALL(name, args);                                \
+	}
 /* Capture through the driver: stand aside like the runtime's. */
 #define CG_DWRAP_SPC(name, args)                                               \
 	{                                                                      \
@@ -104,17 +118,20 @@ static int cg_drv_is_begin(enum cg_drv_api api)
 }
 
 #define CG_DWRAP_SYNC_(name, query, pt, args) CG_DWRAP_SYNC(name, args)
+#define CG_DWRAP_CTX_(name, query, pt, args) CG_DWRAP_CTX(name, args)
 #define CG_DWRAP_BND_(name, query, pt, args) CG_DWRAP_BND(name, args)
 #define CG_DWRAP_SPC_(name, query, pt, args) CG_DWRAP_SPC(name, args)
 #define CG_DWRAP_OP_(name, query, pt, args) CG_DWRAP_OP(name, query, pt, args)
 #define CG_DEFINE_INT(name, params, args)
 #define CG_DEFINE_SYNC(name, params, args) static CUresult cg_dw_##name params
 #define CG_DEFINE_BND CG_DEFINE_SYNC
+#define CG_DEFINE_CTX CG_DEFINE_SYNC
 #define CG_DEFINE_SPC CG_DEFINE_SYNC
 #define CG_DEFINE_OP CG_DEFINE_SYNC
 #define CG_DBODY_INT(name, query, pt, args)
 #define CG_DBODY_SYNC CG_DWRAP_SYNC_
 #define CG_DBODY_BND CG_DWRAP_BND_
+#define CG_DBODY_CTX CG_DWRAP_CTX_
 #define CG_DBODY_SPC CG_DWRAP_SPC_
 #define CG_DBODY_OP CG_DWRAP_OP_
 #define CG_DRV(kind, name, query, pt, params, args) \
@@ -132,6 +149,7 @@ struct cg_drv_entry {
 #define CG_ENTRY_INT(name, query, pt)
 #define CG_ENTRY_SYNC(name, query, pt) { #name, query, pt, (void *)cg_dw_##name, (void **)&cg_drv.name },
 #define CG_ENTRY_BND CG_ENTRY_SYNC
+#define CG_ENTRY_CTX CG_ENTRY_SYNC
 #define CG_ENTRY_SPC CG_ENTRY_SYNC
 #define CG_ENTRY_OP CG_ENTRY_SYNC
 static const struct cg_drv_entry cg_drv_entries[] = {
@@ -247,6 +265,7 @@ static int cg_drv_since(const char *name)
 		{ "cuMemcpyDtoH_v2", 3020 },      { "cuMemcpyDtoD_v2", 3020 },
 		{ "cuMemFree_v2", 3020 },         { "cuStreamDestroy_v2", 4000 },
 		{ "cuEventDestroy_v2", 4000 },    { "cuCtxPushCurrent_v2", 4000 },
+		{ "cuCtxPopCurrent_v2", 4000 },
 		{ "cuStreamBeginCapture_v2", 10010 }, { "cuCtxSynchronize_v2", 13000 },
 	};
 	size_t n = strlen(name);
@@ -327,6 +346,7 @@ int cg_drv_resolve_internal(void)
 			cg_drv.name = NULL;
 #define CG_RESOLVE_SYNC(name, query)
 #define CG_RESOLVE_BND CG_RESOLVE_SYNC
+#define CG_RESOLVE_CTX CG_RESOLVE_SYNC
 #define CG_RESOLVE_SPC CG_RESOLVE_SYNC
 #define CG_RESOLVE_OP CG_RESOLVE_SYNC
 #define CG_DRV(kind, name, query, pt, params, args) CG_RESOLVE_##kind(name, query)

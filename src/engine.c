@@ -694,7 +694,9 @@ cudaError_t cg_special_cudaEventDestroy(enum cg_api api, int pt, cudaEvent_t eve
 cudaError_t cg_special_cudaSetDevice(enum cg_api api, int pt, int device)
 {
 	(void)pt;
-	if (cg_engine_on)
+	/* Setting the current device again changes nothing. */
+	int cur;
+	if (cg_engine_on && !(cg_real.cudaGetDevice && cg_real.cudaGetDevice(&cur) == cudaSuccess && cur == device))
 		cg_engine_boundary(api, CG_WHY_DEVICE, 0);
 	cg_busy++;
 	cudaError_t rc = cg_real.cudaSetDevice(device);

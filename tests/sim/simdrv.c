@@ -81,6 +81,25 @@ CUresult cuCtxGetDevice(CUdevice *device)
     return CUDA_SUCCESS;
 }
 
+/* One context per device, named by the address of its tag. */
+static char sim_ctx_tag[SIM_MAXDEV];
+
+CUresult cuCtxGetCurrent(CUcontext *pctx)
+{
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pctx = (CUcontext)(void *)&sim_ctx_tag[simc_get_device()];
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+    char *t = (char *)(void *)ctx;
+    if (t < sim_ctx_tag || t >= sim_ctx_tag + simc_device_count())
+        return CUDA_ERROR_INVALID_CONTEXT;
+    return simc_set_device((int)(t - sim_ctx_tag));
+}
+
 CUresult cuCtxSynchronize(void)
 {
     return simc_ctx_sync();
@@ -759,6 +778,8 @@ static const struct proc {
     { "cuDeviceGetCount", "cuDeviceGetCount", NULL },
     { "cuCtxGetDevice", "cuCtxGetDevice", NULL },
     { "cuCtxSynchronize", "cuCtxSynchronize", NULL },
+    { "cuCtxGetCurrent", "cuCtxGetCurrent", NULL },
+    { "cuCtxSetCurrent", "cuCtxSetCurrent", NULL },
     { "cuKernelGetParamInfo", "cuKernelGetParamInfo", NULL },
     { "cuFuncGetParamInfo", "cuFuncGetParamInfo", NULL },
     { "cuFuncGetName", "cuFuncGetName", NULL },
