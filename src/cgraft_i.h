@@ -277,6 +277,9 @@ CG_SPECIAL(cudaStreamEndCapture, cudaStream_t stream, cudaGraph_t *pGraph);
 CG_SPECIAL(cudaStreamDestroy, cudaStream_t stream);
 CG_SPECIAL(cudaEventDestroy, cudaEvent_t event);
 CG_SPECIAL(cudaSetDevice, int device);
+CG_SPECIAL(cudaEventSynchronize, cudaEvent_t event);
+CG_SPECIAL(cudaEventQuery, cudaEvent_t event);
+CG_SPECIAL(cudaEventElapsedTime, float *ms, cudaEvent_t start, cudaEvent_t end);
 /* The program's own capture through the runtime or the driver. */
 void cg_capture_begin(void) CG_HIDDEN;
 void cg_capture_end(void) CG_HIDDEN;

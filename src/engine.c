@@ -691,6 +691,61 @@ cudaError_t cg_special_cudaEventDestroy(enum cg_api api, int pt, cudaEvent_t eve
 	return rc;
 }
 
+/* Whether an event is past, for what cgraft holds back: not recorded by an
+ * op of the current segment, and complete. Then a query or a wait on it
+ * sees what it would see eagerly (the held-back work comes after it in
+ * every stream), and the segment goes on. Otherwise the host may wait for
+ * held-back work, so the segment ends first; this is asked before anything
+ * can block, so a program that waits for work cgraft holds never hangs. */
+static int cg_event_past(cudaEvent_t e)
+{
+	pthread_mutex_lock(&cg_lock);
+	int inside = 0;
+	for (size_t i = 0; i < E.n && !inside; i++)
+		inside = E.ops[i].kind == CG_OP_RECORD && E.ops[i].u.ev.event == e;
+	pthread_mutex_unlock(&cg_lock);
+	if (inside)
+		return 0;
+	cg_busy++;
+	cudaError_t rc = cg_real.cudaEventQuery(e);
+	cg_busy--;
+	return rc == cudaSuccess;
+}
+
+cudaError_t cg_special_cudaEventQuery(enum cg_api api, int pt, cudaEvent_t event)
+{
+	(void)pt;
+	if (cg_engine_on && !cg_event_past(event))
+		cg_engine_boundary(api, CG_WHY_UNSUPPORTED_API, 0);
+	cg_busy++;
+	cudaError_t rc = cg_real.cudaEventQuery(event);
+	cg_busy--;
+	return rc;
+}
+
+cudaError_t cg_special_cudaEventSynchronize(enum cg_api api, int pt, cudaEvent_t event)
+{
+	(void)pt;
+	if (cg_engine_on && !cg_event_past(event))
+		cg_engine_boundary(api, CG_WHY_UNSUPPORTED_API, 0);
+	cg_busy++;
+	cudaError_t rc = cg_real.cudaEventSynchronize(event);
+	cg_busy--;
+	return rc;
+}
+
+cudaError_t cg_special_cudaEventElapsedTime(enum cg_api api, int pt, float *ms, cudaEvent_t start,
+					    cudaEvent_t end)
+{
+	(void)pt;
+	if (cg_engine_on && !(cg_event_past(start) && cg_event_past(end)))
+		cg_engine_boundary(api, CG_WHY_UNSUPPORTED_API, 0);
+	cg_busy++;
+	cudaError_t rc = cg_real.cudaEventElapsedTime(ms, start, end);
+	cg_busy--;
+	return rc;
+}
+
 cudaError_t cg_special_cudaSetDevice(enum cg_api api, int pt, int device)
 {
 	(void)pt;
