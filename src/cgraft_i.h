@@ -58,6 +58,14 @@ extern atomic_int cg_resolved CG_HIDDEN;
 /* Depth of cgraft's own calls into CUDA on this thread: work cgraft submits
  * itself (graph launches, flushed ops) must not be seen as program work. */
 extern CG_TLS int cg_busy CG_HIDDEN;
+/* A real runtime call made by cgraft: its own hooks let it through. */
+#define CG_CALL(name, ...)                                                      \
+	({                                                                      \
+		cg_busy++;                                                      \
+		cudaError_t rc_ = cg_real.name(__VA_ARGS__);                    \
+		cg_busy--;                                                      \
+		rc_;                                                            \
+	})
 
 /* ---- options ---------------------------------------------------------- */
 struct cg_options {

@@ -626,9 +626,7 @@ cudaError_t cg_special_cudaStreamBeginCapture(enum cg_api api, int pt, cudaStrea
 	(void)pt;
 	if (cg_engine_on)
 		cg_engine_boundary(api, CG_WHY_CAPTURE, 1);
-	cg_busy++;
-	cudaError_t rc = cg_real.cudaStreamBeginCapture(stream, mode);
-	cg_busy--;
+	cudaError_t rc = CG_CALL(cudaStreamBeginCapture, stream, mode);
 	if (rc == cudaSuccess)
 		cg_capture_begin();
 	return rc;
@@ -652,9 +650,7 @@ cudaError_t cg_special_cudaStreamEndCapture(enum cg_api api, int pt, cudaStream_
 {
 	(void)api;
 	(void)pt;
-	cg_busy++;
-	cudaError_t rc = cg_real.cudaStreamEndCapture(stream, pGraph);
-	cg_busy--;
+	cudaError_t rc = CG_CALL(cudaStreamEndCapture, stream, pGraph);
 	cg_capture_end();
 	return rc;
 }
@@ -675,9 +671,7 @@ cudaError_t cg_special_cudaStreamDestroy(enum cg_api api, int pt, cudaStream_t s
 {
 	(void)pt;
 	cg_forget(api, stream, NULL);
-	cg_busy++;
-	cudaError_t rc = cg_real.cudaStreamDestroy(stream);
-	cg_busy--;
+	cudaError_t rc = CG_CALL(cudaStreamDestroy, stream);
 	return rc;
 }
 
@@ -685,9 +679,7 @@ cudaError_t cg_special_cudaEventDestroy(enum cg_api api, int pt, cudaEvent_t eve
 {
 	(void)pt;
 	cg_forget(api, NULL, event);
-	cg_busy++;
-	cudaError_t rc = cg_real.cudaEventDestroy(event);
-	cg_busy--;
+	cudaError_t rc = CG_CALL(cudaEventDestroy, event);
 	return rc;
 }
 
@@ -706,44 +698,37 @@ static int cg_event_past(cudaEvent_t e)
 	pthread_mutex_unlock(&cg_lock);
 	if (inside)
 		return 0;
-	cg_busy++;
-	cudaError_t rc = cg_real.cudaEventQuery(e);
-	cg_busy--;
+	cudaError_t rc = CG_CALL(cudaEventQuery, e);
 	return rc == cudaSuccess;
+}
+
+/* Ends the segment before a call that looks at events, unless they are past. */
+static void cg_events_looked_at(enum cg_api api, cudaEvent_t e1, cudaEvent_t e2)
+{
+	if (cg_engine_on && !(cg_event_past(e1) && (!e2 || cg_event_past(e2))))
+		cg_engine_boundary(api, CG_WHY_UNSUPPORTED_API, 0);
 }
 
 cudaError_t cg_special_cudaEventQuery(enum cg_api api, int pt, cudaEvent_t event)
 {
 	(void)pt;
-	if (cg_engine_on && !cg_event_past(event))
-		cg_engine_boundary(api, CG_WHY_UNSUPPORTED_API, 0);
-	cg_busy++;
-	cudaError_t rc = cg_real.cudaEventQuery(event);
-	cg_busy--;
-	return rc;
+	cg_events_looked_at(api, event, NULL);
+	return CG_CALL(cudaEventQuery, event);
 }
 
 cudaError_t cg_special_cudaEventSynchronize(enum cg_api api, int pt, cudaEvent_t event)
 {
 	(void)pt;
-	if (cg_engine_on && !cg_event_past(event))
-		cg_engine_boundary(api, CG_WHY_UNSUPPORTED_API, 0);
-	cg_busy++;
-	cudaError_t rc = cg_real.cudaEventSynchronize(event);
-	cg_busy--;
-	return rc;
+	cg_events_looked_at(api, event, NULL);
+	return CG_CALL(cudaEventSynchronize, event);
 }
 
 cudaError_t cg_special_cudaEventElapsedTime(enum cg_api api, int pt, float *ms, cudaEvent_t start,
 					    cudaEvent_t end)
 {
 	(void)pt;
-	if (cg_engine_on && !(cg_event_past(start) && cg_event_past(end)))
-		cg_engine_boundary(api, CG_WHY_UNSUPPORTED_API, 0);
-	cg_busy++;
-	cudaError_t rc = cg_real.cudaEventElapsedTime(ms, start, end);
-	cg_busy--;
-	return rc;
+	cg_events_looked_at(api, start, end);
+	return CG_CALL(cudaEventElapsedTime, ms, start, end);
 }
 
 cudaError_t cg_special_cudaSetDevice(enum cg_api api, int pt, int device)
@@ -753,8 +738,6 @@ cudaError_t cg_special_cudaSetDevice(enum cg_api api, int pt, int device)
 	int cur;
 	if (cg_engine_on && !(cg_real.cudaGetDevice && cg_real.cudaGetDevice(&cur) == cudaSuccess && cur == device))
 		cg_engine_boundary(api, CG_WHY_DEVICE, 0);
-	cg_busy++;
-	cudaError_t rc = cg_real.cudaSetDevice(device);
-	cg_busy--;
+	cudaError_t rc = CG_CALL(cudaSetDevice, device);
 	return rc;
 }

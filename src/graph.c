@@ -9,14 +9,6 @@
 
 #include "graph_i.h"
 
-#define CG_CALL(name, ...)                                                      \
-	({                                                                      \
-		cg_busy++;                                                      \
-		cudaError_t rc_ = cg_real.name(__VA_ARGS__);                    \
-		cg_busy--;                                                      \
-		rc_;                                                            \
-	})
-
 static uint64_t cg_now_ns(void)
 {
 	struct timespec ts;
