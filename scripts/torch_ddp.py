@@ -9,7 +9,6 @@ squares of the parameters after the last step (equal on every rank when the
 gradient all-reduce worked). Prints "TIME us_per_step=..." on stderr (rank 0).
 """
 import argparse
-import importlib.util
 import os
 import statistics
 import sys
@@ -21,10 +20,7 @@ import torch.distributed as dist  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 from torch.nn.parallel import DistributedDataParallel as DDP  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location("torch_train", os.path.join(HERE, "torch_train.py"))
-tt = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(tt)
+import torch_train as tt  # noqa: E402  (beside this script, first on sys.path)
 
 
 def main():

@@ -12,7 +12,6 @@ Runs the training step of scripts/torch_train.py and prints, on stdout:
          launch as PyTorch sees it
 """
 import argparse
-import importlib.util
 import os
 import statistics
 import sys
@@ -22,10 +21,7 @@ os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
 import torch  # noqa: E402
 import torch.nn.functional as F  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-spec = importlib.util.spec_from_file_location("torch_train", os.path.join(HERE, "torch_train.py"))
-tt = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(tt)
+import torch_train as tt  # noqa: E402  (beside this script, first on sys.path)
 
 
 def main():
