@@ -250,6 +250,37 @@ else
     record torch-losses FAIL 0 "not run: build failed"
 fi
 
+# --- third-party corpus: cuda-samples built elsewhere (scripts/corpus build), run here ----
+# Bare and under cgraft, alternating, 3 times each: exit status and output without the
+# samples' time lines must match. In a full run it leaves the benchmark 200 s.
+t=$(date +%s)
+if [ "$ONLY" = bench ]; then
+    note "corpus not run (GPU_CHECK_ONLY=bench)"
+elif [ ! -f "$ROOT/corpus-build/manifest.json" ]; then
+    record corpus SKIP 0 "corpus-build/ missing: run scripts/corpus build where nvcc is, carry corpus-build to this machine"
+elif [ $build_ok != 1 ]; then
+    record corpus FAIL 0 "not run: build failed"
+else
+    if [ "$ONLY" = tests ]; then corpus_limit=$(( $(left) - 15 )); else corpus_limit=$(( $(left) - 200 )); fi
+    [ $corpus_limit -gt 400 ] && corpus_limit=400
+    if [ $corpus_limit -lt 60 ]; then
+        record corpus SKIP 0 "only $(left) s left; GPU_CHECK_ONLY=tests runs it"
+    else
+        timeout $corpus_limit "$PY" scripts/corpus run --build "$ROOT/corpus-build" --lib "$LIB" --out "$OUT/corpus" \
+            --json "$OUT/corpus.json" --md "$OUT/corpus.md" >"$OUT/corpus.log" 2>&1
+        corpus_rc=$?
+        corpus_line=$(grep -h '^corpus: ' "$OUT/corpus.log" | tail -1 | cut -c9-)
+        case $corpus_rc in
+            0) record corpus PASS $(( $(date +%s) - t )) "$corpus_line" ;;
+            77) record corpus SKIP $(( $(date +%s) - t )) "$(tail -1 "$OUT/corpus.log" | sed 's/^SKIP: //')" ;;
+            124) record corpus FAIL $(( $(date +%s) - t )) "time limit ${corpus_limit} s; ${corpus_line:-no summary}" ;;
+            *) record corpus FAIL $(( $(date +%s) - t )) "rc=$corpus_rc; ${corpus_line:-$(tail -1 "$OUT/corpus.log")}" ;;
+        esac
+        grep -E '^(PASS|FAIL)' "$OUT/corpus.log" | head -40
+    fi
+    note "corpus done"
+fi
+
 # --- benchmark -------------------------------------------------------------------
 t=$(date +%s)
 budget=$(( $(left) - 25 ))

@@ -1,211 +1,311 @@
-/* The driver face: dlsym() and cuGetProcAddress() hand out cgraft's wrappers
- * for the driver entry points in cuda_api.def, so work that never passes
- * through a runtime symbol (cuBLAS, static runtimes) reaches the engine. */
+/* The driver face: the exported driver entry points with hand-written
+ * wrappers, and the three ways a program reaches the driver, all answered
+ * with cgraft's wrappers: dlsym() on libcuda.so.1, cuGetProcAddress() (and
+ * the runtime's cudaGetDriverEntryPoint()), and direct symbols of -lcuda
+ * programs. A name no header declares gets a boundary trampoline. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <link.h>
-#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
-#include "cgraft_i.h"
+#include "shim.h"
 
-#define CG_EXPORT __attribute__((visibility("default")))
 #define CG_UNPAREN(...) __VA_ARGS__
 
 struct cg_drv_table cg_drv;
 
-const char *const cg_drv_names[CG_DRV_COUNT] = {
-#define CG_DRV(kind, name, query, pt, params, args) [CG_DRV_##name] = #name,
+/* The real-function slot of each hand-written wrapper. */
+static void **const cg_hand_slot[CG_E_COUNT] = {
+#define CG_RT(kind, name, family, pt, params, args) [CG_E_##name] = (void **)&cg_real.name,
+#define CG_DRV(kind, name, family, query, since, pt, params, args) [CG_E_##name] = (void **)&cg_drv.name,
 #include "cuda_api.def"
+#undef CG_RT
+#undef CG_DRV
 };
 
-/* ---- wrappers --------------------------------------------------------- */
-/* Called by the runtime under one of cgraft's runtime hooks (or by cgraft
- * itself) the call is already handled: straight through, not counted. */
-#define CG_DRV_ENTER(name, args)                                                   \
-	if (cg_busy || !cg_engine_on)                                          \
-		return cg_drv.name args;                                       \
-	cg_count_drv(CG_DRV_##name)
+void **cg_hand_slot_of(int entry) CG_HIDDEN;
+void **cg_hand_slot_of(int entry)
+{
+	return cg_hand_slot[entry];
+}
 
-#define CG_DRV_CALL(name, args)                                                \
-	({                                                                     \
-		cg_busy++;                                                     \
-		CUresult rc_ = cg_drv.name args;                               \
-		cg_busy--;                                                     \
-		rc_;                                                           \
+static void **cg_slot_of(int entry)
+{
+	return entry < CG_E_HAND_COUNT ? cg_hand_slot[entry] : &cg_tramp_real[entry];
+}
+
+static void *cg_drv_real(void **slot, const char *name)
+{
+	void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	if (cg_likely(p))
+		return p;
+	cg_init();
+	void *h = cg_drv_handle();
+	cg_busy++;
+	p = h ? cg_dlsym_real(h, name) : NULL;
+	cg_busy--;
+	if (p) {
+		void *seen = NULL;
+		__atomic_compare_exchange_n(slot, &seen, p, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
+		p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	}
+	return p;
+}
+
+/* ---- the hand-written driver wrappers ----------------------------------------- */
+#define CG_DREAL(name) ((__typeof__(cg_drv.name))cg_drv_real((void **)&cg_drv.name, #name))
+
+#define CG_DCALL(name, args)                                                    \
+	({                                                                      \
+		cg_busy++;                                                      \
+		CUresult rc_ = CG_DREAL(name) args;                             \
+		cg_busy--;                                                      \
+		rc_;                                                            \
 	})
 
-#define CG_DWRAP_BND(name, args)                                               \
-	{                                                                      \
-		CG_DRV_ENTER(name, args);                                            \
-		cg_engine_boundary(CG_API_COUNT, CG_WHY_DRIVER_CALL, 1);       \
-		return CG_DRV_CALL(name, args);                                \
-	}
-#define CG_DWRAP_SYNC(name, args)                                              \
-	{                                                                      \
-		CG_DRV_ENTER(name, args);                                            \
-		cg_engine_boundary(CG_API_COUNT, CG_WHY_DRIVER_CALL, 0);       \
-		return CG_DRV_CALL(name, args);                                \
-	}
-/* Making the current context current again changes nothing: no segment end. */
-static int cg_ctx_is_current(CUcontext c)
-{
-	CUcontext cur;
-	return cg_drv_resolve_internal() == 0 && cg_drv.cuCtxGetCurrent &&
-	       cg_drv.cuCtxGetCurrent(&cur) == CUDA_SUCCESS && cur == c;
-}
-#define CG_DWRAP_CTX(name, args)                                               \
-	{                                                                      \
-		CG_DRV_ENTER(name, args);                                      \
-		if (!cg_ctx_is_current args)                                   \
-			cg_engine_boundary(CG_API_COUNT, CG_WHY_DRIVER_CALL, 0); \
-		return CG_DRV_CALL(name, args);                                \
-	}
-/* Capture through the driver: stand aside like the runtime's. */
-#define CG_DWRAP_SPC(name, args)                                               \
-	{                                                                      \
-		CUresult rc;                                                   \
-		if (cg_busy)                                                   \
-			return cg_drv.name args;                               \
-		if (cg_drv_is_begin(CG_DRV_##name)) {                          \
-			if (cg_engine_on)                                      \
-				cg_engine_boundary(CG_API_COUNT, CG_WHY_CAPTURE, 1); \
-			rc = CG_DRV_CALL(name, args);                          \
-			if (rc == CUDA_SUCCESS)                                \
-				cg_capture_begin();                            \
-		} else {                                                       \
-			rc = CG_DRV_CALL(name, args);                          \
-			cg_capture_end();                                      \
-		}                                                              \
-		return rc;                                                     \
+/* Called by the runtime under one of cgraft's runtime wrappers (or by cgraft
+ * itself) the call is already handled: straight through, not counted. */
+#define CG_DRV_ENTER(name, args)                                                \
+	if (cg_unlikely(!CG_DREAL(name)))                                       \
+		return CUDA_ERROR_NOT_SUPPORTED;                                \
+	if (cg_busy)                                                            \
+		return cg_drv.name args;                                        \
+	cg_nested = 0;                                                          \
+	cg_count(CG_E_##name)
+
+#define CG_DWRAP_OP(name, family, pt, params, args)                             \
+	CG_EXPORT CUresult name params                                          \
+	{                                                                       \
+		CG_DRV_ENTER(name, args);                                       \
+		if (atomic_load_explicit(&cg_engine_on, memory_order_relaxed)) { \
+			struct cg_op op;                                        \
+			enum cg_reason why = CG_WHY_UNSUPPORTED_API;            \
+			op.entry = CG_E_##name;                                 \
+			if (cg_opt.driver_ops && cg_backend_ready() == 0 &&     \
+			    cg_op_from_##family(&op, pt, &why, CG_UNPAREN args) == 0 && \
+			    cg_op_finish(&op, &why) == 0) {                     \
+				int r_ = cg_engine_op(&op);                     \
+				if (r_ == CG_DEFERRED)                          \
+					return (CUresult)op.status;             \
+				CUresult rc_ = CG_DCALL(name, args);            \
+				if (r_ == CG_EAGER)                             \
+					cg_engine_op_done(&op, rc_ == CUDA_SUCCESS); \
+				return rc_;                                     \
+			}                                                       \
+			cg_engine_boundary(CG_E_##name, CG_K_BND, why);         \
+		}                                                               \
+		return CG_DCALL(name, args);                                    \
 	}
 
-/* Driver work the engine can model joins the same segments; both stream
- * variants share one normaliser. Normalising may ask the runtime (about
- * memory), so one is found, or opened for a static-runtime program, first. */
-#define cg_op_from_drv_cuLaunchKernel_ptsz cg_op_from_drv_cuLaunchKernel
-#define cg_op_from_drv_cuLaunchKernelEx_ptsz cg_op_from_drv_cuLaunchKernelEx
-#define cg_op_from_drv_cuMemcpyAsync_ptsz cg_op_from_drv_cuMemcpyAsync
-#define cg_op_from_drv_cuMemcpyHtoDAsync_v2_ptsz cg_op_from_drv_cuMemcpyHtoDAsync_v2
-#define cg_op_from_drv_cuMemcpyDtoHAsync_v2_ptsz cg_op_from_drv_cuMemcpyDtoHAsync_v2
-#define cg_op_from_drv_cuMemcpyDtoDAsync_v2_ptsz cg_op_from_drv_cuMemcpyDtoDAsync_v2
-#define cg_op_from_drv_cuMemsetD8Async_ptsz cg_op_from_drv_cuMemsetD8Async
-#define cg_op_from_drv_cuEventRecord_ptsz cg_op_from_drv_cuEventRecord
-#define cg_op_from_drv_cuEventRecordWithFlags_ptsz cg_op_from_drv_cuEventRecordWithFlags
-#define cg_op_from_drv_cuStreamWaitEvent_ptsz cg_op_from_drv_cuStreamWaitEvent
-#define cg_op_from_drv_cuLaunchHostFunc_ptsz cg_op_from_drv_cuLaunchHostFunc
-#define CG_DWRAP_OP(name, query, pt, args)                                     \
-	{                                                                      \
-		CG_DRV_ENTER(name, args);                                      \
-		struct cg_op op;                                               \
-		enum cg_reason why = CG_WHY_DRIVER_CALL;                       \
-		op.api = CG_API_COUNT;                                         \
-		if (cg_opt.driver_ops && cg_resolve(1) == 0 &&                \
-		    cg_op_from_drv_##name(&op, pt, &why, CG_UNPAREN args) == 0) { \
-			if (cg_engine_submit(&op) == CG_DEFERRED)              \
-				return CUDA_SUCCESS;                           \
-			CUresult rc = CG_DRV_CALL(name, args);                 \
-			cg_engine_submitted(&op, (int)rc);                     \
-			return rc;                                             \
-		}                                                              \
-		cg_engine_boundary(CG_API_COUNT, why, 1);                      \
-		return CG_DRV_CALL(name, args);                                \
+#define CG_DWRAP_SPC(name, family, pt, params, args)                            \
+	CG_EXPORT CUresult name params                                          \
+	{                                                                       \
+		CG_DRV_ENTER(name, args);                                       \
+		cg_pre_##family(CG_E_##name, pt, CG_UNPAREN args);              \
+		CUresult rc = CG_DCALL(name, args);                             \
+		cg_post_##family(CG_E_##name, pt, (int)rc, CG_UNPAREN args);    \
+		return rc;                                                      \
 	}
 
-static int cg_drv_is_begin(enum cg_drv_api api)
+/* ---- handing out wrappers ------------------------------------------------------- */
+static pthread_mutex_t cg_dyn_lock = PTHREAD_MUTEX_INITIALIZER;
+static int cg_ndyn;
+
+/* A boundary trampoline for a real function cgraft has no wrapper of: a
+ * name no header declares, or another function behind a known name. */
+static void *cg_dyn_wrap(void *real)
 {
-	return api == CG_DRV_cuStreamBeginCapture_v2 || api == CG_DRV_cuStreamBeginCapture_v2_ptsz;
+	pthread_mutex_lock(&cg_dyn_lock);
+	void *out = NULL;
+	for (int i = 0; i < cg_ndyn && !out; i++)
+		if (cg_tramp_real[CG_E_FIRST_DYN + i] == real)
+			out = cg_entry_addr[CG_E_FIRST_DYN + i];
+	if (!out && cg_ndyn < CG_DYN_SLOTS) {
+		int e = CG_E_FIRST_DYN + cg_ndyn++;
+		__atomic_store_n(&cg_tramp_real[e], real, __ATOMIC_RELEASE);
+		out = cg_entry_addr[e];
+	}
+	pthread_mutex_unlock(&cg_dyn_lock);
+	if (!out) {
+		cg_log_capped(CG_LOG_WARN, CG_FAULT_CGRAFT, "too many unknown driver entry points: one passes unwatched");
+		out = real;
+	}
+	return out;
 }
 
-#define CG_DWRAP_SYNC_(name, query, pt, args) CG_DWRAP_SYNC(name, args)
-#define CG_DWRAP_CTX_(name, query, pt, args) CG_DWRAP_CTX(name, args)
-#define CG_DWRAP_BND_(name, query, pt, args) CG_DWRAP_BND(name, args)
-#define CG_DWRAP_SPC_(name, query, pt, args) CG_DWRAP_SPC(name, args)
-#define CG_DWRAP_OP_(name, query, pt, args) CG_DWRAP_OP(name, query, pt, args)
-#define CG_DEFINE_INT(name, params, args)
-#define CG_DEFINE_SYNC(name, params, args) static CUresult cg_dw_##name params
-#define CG_DEFINE_BND CG_DEFINE_SYNC
-#define CG_DEFINE_CTX CG_DEFINE_SYNC
-#define CG_DEFINE_SPC CG_DEFINE_SYNC
-#define CG_DEFINE_OP CG_DEFINE_SYNC
-#define CG_DBODY_INT(name, query, pt, args)
-#define CG_DBODY_SYNC CG_DWRAP_SYNC_
-#define CG_DBODY_BND CG_DWRAP_BND_
-#define CG_DBODY_CTX CG_DWRAP_CTX_
-#define CG_DBODY_SPC CG_DWRAP_SPC_
-#define CG_DBODY_OP CG_DWRAP_OP_
-#define CG_DRV(kind, name, query, pt, params, args) \
-	CG_DEFINE_##kind(name, params, args) CG_DBODY_##kind(name, query, pt, args)
-#include "cuda_api.def"
-
-/* ---- lookup tables ---------------------------------------------------- */
-struct cg_drv_entry {
-	const char *name, *query;
-	int pt;
-	void *wrapper;
-	void **real;
-};
-
-#define CG_ENTRY_INT(name, query, pt)
-#define CG_ENTRY_SYNC(name, query, pt) { #name, query, pt, (void *)cg_dw_##name, (void **)&cg_drv.name },
-#define CG_ENTRY_BND CG_ENTRY_SYNC
-#define CG_ENTRY_CTX CG_ENTRY_SYNC
-#define CG_ENTRY_SPC CG_ENTRY_SYNC
-#define CG_ENTRY_OP CG_ENTRY_SYNC
-static const struct cg_drv_entry cg_drv_entries[] = {
-#define CG_DRV(kind, name, query, pt, params, args) CG_ENTRY_##kind(name, query, pt)
-#include "cuda_api.def"
-};
-#define CG_NDRV (sizeof cg_drv_entries / sizeof cg_drv_entries[0])
-
-/* Remembers the driver's function in *slot (the first one seen) and returns
- * the wrapper in its place. */
-static void *cg_keep_real(void **slot, void *real, void *wrapper)
+/* The wrapper of entry for real: the slot keeps the first real function
+ * seen; another one behind the same entry gets a boundary trampoline. */
+static void *cg_wrap_entry(int entry, void *real)
 {
+	void **slot = cg_slot_of(entry);
 	void *seen = NULL;
 	__atomic_compare_exchange_n(slot, &seen, real, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE);
-	/* Another driver behind the same name: leave it alone. */
-	return __atomic_load_n(slot, __ATOMIC_ACQUIRE) == real ? wrapper : real;
+	if (__atomic_load_n(slot, __ATOMIC_ACQUIRE) == real)
+		return cg_entry_addr[entry];
+	return cg_dyn_wrap(real);
 }
 
-static void *cg_drv_wrap(const struct cg_drv_entry *e, void *real)
+/* What cuGetProcAddress hands out for symbol at version: the wrapper of the
+ * ABI that version gets (cudaTypedefs.h's highest PFN_<symbol>_v<n> with n
+ * <= version), the hand-written one where cgraft models it. A version newer
+ * than the headers cgraft was built with may get an ABI cgraft does not
+ * know: then a boundary trampoline, whatever the call. */
+static void *cg_proc_wrap(const char *symbol, void *real, int version, int pt)
 {
-	return cg_keep_real(e->real, real, e->wrapper);
-}
-
-static void *cg_proc_wrap(const char *name, void *real);
-
-/* ---- dlsym ------------------------------------------------------------ */
-static cg_dlsym_fn cg_real_dlsym;
-
-cg_dlsym_fn cg_dlsym_next(void)
-{
-	cg_dlsym_fn f = __atomic_load_n(&cg_real_dlsym, __ATOMIC_ACQUIRE);
-	if (!f) {
-		f = (cg_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-		if (!f)
-			f = (cg_dlsym_fn)dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-		__atomic_store_n(&cg_real_dlsym, f, __ATOMIC_RELEASE);
+	size_t lo = 0, hi = CG_PROC_COUNT;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (strcmp(cg_procs[mid].query, symbol) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	return f;
+	const struct cg_proc *best = NULL;
+	int has_pt = 0;
+	for (size_t i = lo; i < CG_PROC_COUNT && !strcmp(cg_procs[i].query, symbol); i++)
+		has_pt |= cg_procs[i].pt;
+	for (size_t i = lo; i < CG_PROC_COUNT && !strcmp(cg_procs[i].query, symbol); i++) {
+		const struct cg_proc *p = &cg_procs[i];
+		if (p->pt == (pt && has_pt) && p->version <= version && (!best || p->version > best->version))
+			best = p;
+	}
+	cg_stat_add(lookups, 1);
+	if (!best)
+		return cg_dyn_wrap(real);
+	return cg_wrap_entry(best->hand >= 0 && version <= CUDA_VERSION ? best->hand : best->tramp, real);
 }
 
-/* dlsym(RTLD_NEXT) is relative to its caller: the real dlsym would take
- * cgraft for the caller. Search the objects loaded after the caller's. */
+static int cg_same_object(const void *a, const void *b);
+
+/* A driver whose lookup goes through dlsym (as the simulated one does) hands
+ * out cgraft's wrappers already. */
+static int cg_is_mine(const void *p)
+{
+	static char here;
+	return cg_same_object(p, &here);
+}
+
+static void cg_proc_result(const char *symbol, void **pfn, int version, cuuint64_t flags)
+{
+	if (symbol && pfn && *pfn && !cg_is_mine(*pfn))
+		*pfn = cg_proc_wrap(symbol, *pfn, version, (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0);
+}
+
+/* cuGetProcAddress in both ABIs, and the runtime's lookups. */
+static inline void cg_pre_cuGetProcAddress(int entry, int pt, const char *symbol, void **pfn, int version,
+					   cuuint64_t flags)
+{
+	(void)entry, (void)pt, (void)symbol, (void)pfn, (void)version, (void)flags;
+}
+
+static inline void cg_post_cuGetProcAddress(int entry, int pt, int rc, const char *symbol, void **pfn,
+					    int version, cuuint64_t flags)
+{
+	(void)entry, (void)pt;
+	if (rc == 0)
+		cg_proc_result(symbol, pfn, version, flags);
+}
+
+static inline void cg_pre_cuGetProcAddress_v2(int entry, int pt, const char *symbol, void **pfn, int version,
+					      cuuint64_t flags, CUdriverProcAddressQueryResult *status)
+{
+	(void)entry, (void)pt, (void)symbol, (void)pfn, (void)version, (void)flags, (void)status;
+}
+
+static inline void cg_post_cuGetProcAddress_v2(int entry, int pt, int rc, const char *symbol, void **pfn,
+					       int version, cuuint64_t flags, CUdriverProcAddressQueryResult *status)
+{
+	(void)entry, (void)pt, (void)status;
+	if (rc == 0)
+		cg_proc_result(symbol, pfn, version, flags);
+}
+
+/* The runtime hands out the ABI of its own version; its per-thread entry
+ * point's default is the per-thread stream. */
+void cg_post_rt_driver_entry(int entry, int pt, int rc, const char *symbol, void **pfn,
+			     unsigned long long flags, enum cudaDriverEntryPointQueryResult *status)
+{
+	(void)entry, (void)status;
+	if (rc == 0)
+		cg_proc_result(symbol, pfn, CUDART_VERSION, flags | (pt && !flags ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : 0));
+}
+
+void cg_post_rt_driver_entry_version(int entry, int pt, int rc, const char *symbol, void **pfn,
+				     unsigned int version, unsigned long long flags,
+				     enum cudaDriverEntryPointQueryResult *status)
+{
+	(void)entry, (void)status;
+	if (rc == 0)
+		cg_proc_result(symbol, pfn, (int)version,
+			       flags | (pt && !flags ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : 0));
+}
+
+#define CG_DRV(kind, name, family, query, since, pt, params, args) CG_DWRAP_##kind(name, family, pt, params, args)
+#include "cuda_api.def"
+#undef CG_DRV
+
+/* ---- dlsym ----------------------------------------------------------------------- */
+static int cg_link_entry(const char *name)
+{
+	size_t lo = 0, hi = CG_LINK_COUNT;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp(cg_links[mid].name, name);
+		if (!c)
+			return cg_links[mid].entry;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return -1;
+}
+
+static int cg_same_object(const void *a, const void *b)
+{
+	Dl_info ia, ib;
+	return dladdr(a, &ia) && dladdr(b, &ib) && ia.dli_fbase == ib.dli_fbase;
+}
+
+/* What dlsym answers for a CUDA name: cgraft's wrapper where the symbol is
+ * the library cgraft wraps (another runtime's functions stay its own: their
+ * driver calls still come through cgraft). */
+static void *cg_wrap_symbol(const char *name, void *p)
+{
+	if (cg_is_mine(p))
+		return p;
+	int e = cg_link_entry(name);
+	cg_stat_add(lookups, 1);
+	if (e >= 0 && cg_entries[e].layer == CG_L_RT)
+		return cg_entry_real(e) == p ? cg_entry_addr[e] : p;
+	void *drv = cg_drv_handle();
+	if (e >= 0)
+		return cg_wrap_entry(e, p);
+	if (drv && !strncmp(name, "cu", 2) && name[2] >= 'A' && name[2] <= 'Z') {
+		void *any = cg_dlsym_real(drv, "cuInit");
+		if (any && cg_same_object(any, p))
+			return cg_dyn_wrap(p);
+	}
+	return p;
+}
+
+/* dlsym(RTLD_NEXT) from a caller, when glibc's own could not be found first:
+ * search the objects loaded after the caller's. */
 static void *cg_dlsym_next_of(const void *caller, const char *name)
 {
 	Dl_info info;
 	struct link_map *lm = NULL;
-	cg_dlsym_fn real = cg_dlsym_next();
 	if (!dladdr1(caller, &info, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
-		return real(RTLD_NEXT, name);
+		return cg_dlsym_real(RTLD_NEXT, name);
 	for (struct link_map *o = lm->l_next; o; o = o->l_next) {
 		if (!o->l_name || !o->l_name[0])
 			continue;
 		void *h = dlopen(o->l_name, RTLD_LAZY | RTLD_NOLOAD);
 		if (!h)
 			continue;
-		void *p = real(h, name);
+		void *p = cg_dlsym_real(h, name);
 		dlclose(h);
 		struct link_map *def = NULL;
 		if (p && dladdr1(p, &info, (void **)&def, RTLD_DL_LINKMAP) && def == o)
@@ -214,147 +314,17 @@ static void *cg_dlsym_next_of(const void *caller, const char *name)
 	return NULL;
 }
 
-static void *cg_dlsym_impl(void *handle, const char *name, const void *caller)
+/* Reached from cg_dlsym_v234/v225 (tramp.S) for every handle but RTLD_NEXT,
+ * whose lookup glibc makes itself. The lookups cgraft makes for itself come
+ * before the program's, so that dlerror() reads as the program's left it. */
+void *cg_dlsym_lookup(void *handle, const char *name) CG_HIDDEN;
+void *cg_dlsym_lookup(void *handle, const char *name)
 {
-	cg_dlsym_fn real = cg_dlsym_next();
-	if (!real)
-		return NULL;
-	void *p = handle == RTLD_NEXT ? cg_dlsym_next_of(caller, name) : real(handle, name);
-	if (!p || !name || name[0] != 'c' || name[1] != 'u')
-		return p;
-	cg_stat_add(lookups, 1);
-	if (!strcmp(name, "cuGetProcAddress_v2") || !strcmp(name, "cuGetProcAddress"))
-		return cg_proc_wrap(name, p);
-	for (size_t i = 0; i < CG_NDRV; i++)
-		if (!strcmp(cg_drv_entries[i].name, name))
-			return cg_drv_wrap(&cg_drv_entries[i], p);
-	return p;
-}
-
-/* Both glibc versions of dlsym: binaries built before glibc 2.34 bind to
- * the old one (PyTorch's wheels), newer ones to the new. */
-__asm__(".symver cg_dlsym_v234, dlsym@@GLIBC_2.34");
-__asm__(".symver cg_dlsym_v225, dlsym@GLIBC_2.2.5");
-CG_EXPORT void *cg_dlsym_v234(void *handle, const char *name)
-{
-	return cg_dlsym_impl(handle, name, __builtin_return_address(0));
-}
-CG_EXPORT void *cg_dlsym_v225(void *handle, const char *name)
-{
-	return cg_dlsym_impl(handle, name, __builtin_return_address(0));
-}
-
-/* ---- cuGetProcAddress ------------------------------------------------- */
-typedef CUresult (*cg_gpa2_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
-typedef CUresult (*cg_gpa1_fn)(const char *, void **, int, cuuint64_t);
-static cg_gpa2_fn cg_real_gpa2;
-static cg_gpa1_fn cg_real_gpa1;
-
-/* The CUDA version from which a lookup of an entry's query name returns
- * that entry's ABI (cudaTypedefs.h names them PFN_<query>_v<version>); an
- * older version gets an older ABI, which cgraft leaves alone. */
-static int cg_drv_since(const char *name)
-{
-	static const struct {
-		const char *name;
-		int since;
-	} abi[] = {
-		{ "cuMemcpyHtoDAsync_v2", 3020 }, { "cuMemcpyDtoHAsync_v2", 3020 },
-		{ "cuMemcpyDtoDAsync_v2", 3020 }, { "cuMemcpy2DAsync_v2", 3020 },
-		{ "cuMemcpy3DAsync_v2", 3020 },   { "cuMemcpyHtoD_v2", 3020 },
-		{ "cuMemcpyDtoH_v2", 3020 },      { "cuMemcpyDtoD_v2", 3020 },
-		{ "cuMemFree_v2", 3020 },         { "cuStreamDestroy_v2", 4000 },
-		{ "cuEventDestroy_v2", 4000 },    { "cuCtxPushCurrent_v2", 4000 },
-		{ "cuCtxPopCurrent_v2", 4000 },
-		{ "cuStreamBeginCapture_v2", 10010 }, { "cuCtxSynchronize_v2", 13000 },
-	};
-	size_t n = strlen(name);
-	/* The per-thread variants share their plain entry's ABI. */
-	if (n > 5 && (!strcmp(name + n - 5, "_ptsz") || !strcmp(name + n - 5, "_ptds")))
-		n -= 5;
-	for (size_t i = 0; i < sizeof abi / sizeof abi[0]; i++)
-		if (strlen(abi[i].name) == n && !strncmp(abi[i].name, name, n))
-			return abi[i].since;
-	return 0;
-}
-
-/* Libraries often ask for the version an entry point appeared in (cuBLAS
- * does), not the one they were built with: every lookup is wrapped, with the
- * wrapper of the ABI that version gets. cuGetProcAddress itself took its
- * status argument in 12.0. */
-static void cg_proc_result(const char *symbol, void **pfn, int version, cuuint64_t flags)
-{
-	cg_stat_add(lookups, 1);
-	if (!*pfn)
-		return;
-	if (!strcmp(symbol, "cuGetProcAddress")) {
-		*pfn = cg_proc_wrap(version >= 12000 ? "cuGetProcAddress_v2" : "cuGetProcAddress", *pfn);
-		return;
-	}
-	int pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
-	const struct cg_drv_entry *best = NULL;
-	for (size_t i = 0; i < CG_NDRV; i++) {
-		const struct cg_drv_entry *e = &cg_drv_entries[i];
-		if (e->pt != pt || strcmp(e->query, symbol) || cg_drv_since(e->name) > version)
-			continue;
-		if (!best || cg_drv_since(e->name) > cg_drv_since(best->name))
-			best = e;
-	}
-	if (best)
-		*pfn = cg_drv_wrap(best, *pfn);
-}
-
-static CUresult cg_gpa2(const char *symbol, void **pfn, int version, cuuint64_t flags,
-			CUdriverProcAddressQueryResult *status)
-{
-	CUresult rc = cg_real_gpa2(symbol, pfn, version, flags, status);
-	if (rc == CUDA_SUCCESS && pfn && symbol)
-		cg_proc_result(symbol, pfn, version, flags);
-	return rc;
-}
-
-static CUresult cg_gpa1(const char *symbol, void **pfn, int version, cuuint64_t flags)
-{
-	CUresult rc = cg_real_gpa1(symbol, pfn, version, flags);
-	if (rc == CUDA_SUCCESS && pfn && symbol)
-		cg_proc_result(symbol, pfn, version, flags);
-	return rc;
-}
-
-/* cuGetProcAddress itself: the 12.0 ABI (with status) or the one before. */
-static void *cg_proc_wrap(const char *name, void *real)
-{
-	if (!strcmp(name, "cuGetProcAddress_v2"))
-		return cg_keep_real((void **)&cg_real_gpa2, real, (void *)cg_gpa2);
-	return cg_keep_real((void **)&cg_real_gpa1, real, (void *)cg_gpa1);
-}
-
-/* ---- entry points cgraft calls itself --------------------------------- */
-int cg_drv_resolve_internal(void)
-{
-	static int done; /* 1 found, -1 not */
-	if (__atomic_load_n(&done, __ATOMIC_ACQUIRE))
-		return done > 0 ? 0 : -ENOENT;
-	void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-	cg_dlsym_fn real = cg_dlsym_next();
-	cg_gpa2_fn gpa = h && real ? (cg_gpa2_fn)real(h, "cuGetProcAddress_v2") : NULL;
-	int found = gpa != NULL;
-	if (gpa) {
-		CUdriverProcAddressQueryResult st;
-#define CG_RESOLVE_INT(name, query) \
-		if (!cg_drv.name && (gpa(query, (void **)&cg_drv.name, CUDA_VERSION, 0, &st) != CUDA_SUCCESS)) \
-			cg_drv.name = NULL;
-#define CG_RESOLVE_SYNC(name, query)
-#define CG_RESOLVE_BND CG_RESOLVE_SYNC
-#define CG_RESOLVE_CTX CG_RESOLVE_SYNC
-#define CG_RESOLVE_SPC CG_RESOLVE_SYNC
-#define CG_RESOLVE_OP CG_RESOLVE_SYNC
-#define CG_DRV(kind, name, query, pt, params, args) CG_RESOLVE_##kind(name, query)
-#include "cuda_api.def"
-		found = cg_drv.cuFuncGetParamInfo != NULL;
-	}
-	if (h)
-		dlclose(h);
-	__atomic_store_n(&done, found ? 1 : -1, __ATOMIC_RELEASE);
-	return found ? 0 : -ENOENT;
+	if (handle == RTLD_NEXT)
+		return cg_dlsym_next_of(__builtin_return_address(0), name);
+	int cuda = name && name[0] == 'c' && name[1] == 'u';
+	if (cuda)
+		cg_drv_handle();
+	void *p = cg_dlsym_real(handle, name);
+	return p && cuda ? cg_wrap_symbol(name, p) : p;
 }

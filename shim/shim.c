@@ -1,138 +1,173 @@
-/* The exported CUDA runtime entry points: each one counts itself and hands the
- * call to the engine or to the real runtime. Generated from cuda_api.def. */
+/* The exported runtime entry points with hand-written wrappers, generated
+ * from cuda_api.def, and the entry of every generated trampoline: each
+ * counts itself, runs its kind (hold, boundary, special, pass), and calls the
+ * real function. */
+#define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
 
-#include "cgraft_i.h"
+#include "shim.h"
 
-#define CG_EXPORT __attribute__((visibility("default")))
 #define CG_UNPAREN(...) __VA_ARGS__
 
-struct cg_real_table cg_real;
-atomic_int cg_resolved;
 CG_TLS int cg_busy;
+CG_TLS int cg_nested;
+struct cg_rt_table cg_real;
+void *cg_tramp_real[CG_E_COUNT];
 
-const char *const cg_api_names[CG_API_COUNT] = {
-#define CG_RT(kind, name, family, pt, params, args) [CG_API_##name] = #name,
-#include "cuda_api.def"
-#undef CG_RT
-};
-
-/* The program's own runtime: next after us in the global scope, or, when the
- * program opened it RTLD_LOCAL (Python extension modules), by soname. */
-static void *cg_lookup(void *handle, const char *name)
+/* ---- finding the real functions ---------------------------------------------- */
+/* The program's own runtime: next after cgraft in the global scope, or, when
+ * the program opened it RTLD_LOCAL (Python extension modules), by soname. */
+static void *cg_rt_handle(void)
 {
-	cg_dlsym_fn real_dlsym = cg_dlsym_next();
-	return real_dlsym ? real_dlsym(handle, name) : NULL;
+	static void *h;
+	void *cur = __atomic_load_n(&h, __ATOMIC_ACQUIRE);
+	if (cur)
+		return cur;
+	cur = cg_dlsym_real(RTLD_NEXT, "cudaGetLastError") ? RTLD_NEXT : dlopen("libcudart.so.13", RTLD_LAZY | RTLD_NOLOAD);
+	if (cur)
+		__atomic_store_n(&h, cur, __ATOMIC_RELEASE);
+	return cur;
 }
 
-static pthread_mutex_t cg_resolve_lock = PTHREAD_MUTEX_INITIALIZER;
-
-int cg_resolve(int load)
+void *cg_drv_handle(void)
 {
-	if (atomic_load_explicit(&cg_resolved, memory_order_acquire))
-		return 0;
-	pthread_mutex_lock(&cg_resolve_lock);
-	cg_busy++;
-	void *h = RTLD_NEXT;
-	if (!cg_lookup(h, "cudaLaunchKernel"))
-		h = dlopen("libcudart.so.13", RTLD_LAZY | RTLD_NOLOAD);
-	/* A program with a static runtime has none to find: cgraft then
-	 * builds its graphs through a runtime of its own. */
-	if (!h && load)
-		h = dlopen("libcudart.so.13", RTLD_NOW | RTLD_LOCAL);
-	if (h) {
-#define CG_RT(kind, name, family, pt, params, args) \
-	cg_real.name = (cudaError_t(*) params)cg_lookup(h, #name);
-#include "cuda_api.def"
-#undef CG_RT
-	}
-	cg_busy--;
-	if (h && cg_real.cudaLaunchKernel)
-		atomic_store_explicit(&cg_resolved, 1, memory_order_release);
-	pthread_mutex_unlock(&cg_resolve_lock);
+	static void *h;
+	void *cur = __atomic_load_n(&h, __ATOMIC_ACQUIRE);
+	if (!cur && (cur = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD)))
+		__atomic_store_n(&h, cur, __ATOMIC_RELEASE);
+	return cur;
+}
+
+/* Resolves a hand-written runtime wrapper's real function on first use. */
+void *cg_rt_real(void **slot, const char *name)
+{
+	void *p = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	if (cg_likely(p))
+		return p;
 	cg_init();
-	return atomic_load(&cg_resolved) ? 0 : -ENOENT;
+	void *h = cg_rt_handle();
+	cg_busy++;
+	p = h ? cg_dlsym_real(h, name) : NULL;
+	cg_busy--;
+	if (p)
+		__atomic_store_n(slot, p, __ATOMIC_RELEASE);
+	return p;
 }
 
-/* A real entry point the runtime does not have: say so, never crash. */
-static cudaError_t cg_missing(enum cg_api api)
+/* A real entry point the library the program loaded does not have: say so,
+ * never crash. Every CUDA entry point returns an int-sized status. */
+static int cg_tramp_missing(void)
 {
-	cg_log_capped(CG_LOG_ERROR, CG_FAULT_PROGRAM,
-		      "%s: not found in the CUDA runtime the program loaded", cg_api_names[api]);
-	return cudaErrorNotSupported;
+	return 801; /* cudaErrorNotSupported, CUDA_ERROR_NOT_SUPPORTED */
 }
 
-#define CG_ENTER(name)                                                         \
-	cg_count_call(CG_API_##name);                                          \
-	if (cg_unlikely(!atomic_load_explicit(&cg_resolved, memory_order_acquire))) \
-		cg_resolve(0);                                                 \
-	if (cg_unlikely(!cg_real.name))                                        \
-		return cg_missing(CG_API_##name)
+static void *cg_tramp_resolve(unsigned id)
+{
+	const struct cg_entry_info *e = &cg_entries[id];
+	void *h = e->layer == CG_L_RT ? cg_rt_handle() : e->layer == CG_L_DRV ? cg_drv_handle() : NULL;
+	cg_busy++;
+	void *p = h ? cg_dlsym_real(h, e->name) : NULL;
+	cg_busy--;
+	if (p)
+		__atomic_store_n(&cg_tramp_real[id], p, __ATOMIC_RELEASE);
+	else
+		cg_log_capped(CG_LOG_ERROR, CG_FAULT_PROGRAM, "%s: not found in the CUDA library the program loaded",
+			      e->name);
+	return p;
+}
 
-#define CG_CALL_REAL(name, args)                                               \
-	({                                                                     \
-		cg_busy++;                                                     \
-		cudaError_t rc_ = cg_real.name args;                           \
-		cg_busy--;                                                     \
-		rc_;                                                           \
+void *cg_entry_real(int entry)
+{
+	if (entry < CG_E_HAND_COUNT) {
+		const struct cg_entry_info *e = &cg_entries[entry];
+		void **slot = cg_hand_slot_of(entry);
+		if (e->layer == CG_L_RT)
+			return cg_rt_real(slot, e->name);
+		return __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	}
+	void *p = __atomic_load_n(&cg_tramp_real[entry], __ATOMIC_ACQUIRE);
+	return p ? p : cg_tramp_resolve((unsigned)entry);
+}
+
+/* Called by cg_tramp_common with the caller's arguments kept aside. */
+void *cg_tramp_enter(unsigned id) CG_HIDDEN;
+void *cg_tramp_enter(unsigned id)
+{
+	void *real = __atomic_load_n(&cg_tramp_real[id], __ATOMIC_ACQUIRE);
+	if (cg_unlikely(!real)) {
+		cg_init();
+		if (!(real = cg_tramp_resolve(id)))
+			return (void *)cg_tramp_missing;
+	}
+	if (cg_busy)
+		return real;
+	cg_count(id);
+	enum cg_kind k = (enum cg_kind)cg_entries[id].kind;
+	int rt = cg_entries[id].layer == CG_L_RT;
+	/* A trampoline jumps to the real function and cannot mark what that
+	 * does underneath: the driver calls a runtime call makes right after
+	 * its boundary end no segment again (nothing is held by then). */
+	if (k != CG_K_PURE && (rt || !cg_nested || k == CG_K_RESET) &&
+	    atomic_load_explicit(&cg_engine_on, memory_order_relaxed))
+		cg_engine_boundary((int)id, k, CG_WHY_UNSUPPORTED_API);
+	cg_nested = rt && k != CG_K_PURE;
+	return real;
+}
+
+/* ---- the hand-written runtime wrappers ------------------------------------------ */
+#define CG_REAL(name) ((__typeof__(cg_real.name))cg_rt_real((void **)&cg_real.name, #name))
+
+#define CG_CALL_REAL(name, args)                                                \
+	({                                                                      \
+		cg_busy++;                                                      \
+		cudaError_t rc_ = CG_REAL(name) args;                           \
+		cg_busy--;                                                      \
+		rc_;                                                            \
 	})
 
-#define CG_WRAP_OP(name, family, pt, params, args)                             \
-	CG_EXPORT cudaError_t name params                                      \
-	{                                                                      \
-		CG_ENTER(name);                                                \
-		if (cg_engine_on && !cg_busy) {                                \
-			struct cg_op op;                                       \
-			enum cg_reason why = CG_WHY_UNSUPPORTED_API;           \
-			op.api = CG_API_##name;                                \
-			if (cg_op_from_##family(&op, pt, &why, CG_UNPAREN args) == 0) { \
-				if (cg_engine_submit(&op) == CG_DEFERRED)      \
-					return cudaSuccess;                    \
-				cudaError_t rc = CG_CALL_REAL(name, args);     \
-				cg_engine_submitted(&op, rc);                  \
-				return rc;                                     \
-			}                                                      \
-			cg_engine_boundary(CG_API_##name, why, 1);             \
-		}                                                              \
-		return CG_CALL_REAL(name, args);                               \
+#define CG_RT_ENTER(name, args)                                                 \
+	if (cg_unlikely(!CG_REAL(name)))                                        \
+		return cudaErrorNotSupported;                                   \
+	if (cg_busy)                                                            \
+		return cg_real.name args;                                       \
+	cg_nested = 0;                                                          \
+	cg_count(CG_E_##name)
+
+#define CG_WRAP_OP(name, family, pt, params, args)                              \
+	CG_EXPORT cudaError_t name params                                       \
+	{                                                                       \
+		CG_RT_ENTER(name, args);                                        \
+		if (atomic_load_explicit(&cg_engine_on, memory_order_relaxed)) { \
+			struct cg_op op;                                        \
+			enum cg_reason why = CG_WHY_UNSUPPORTED_API;            \
+			op.entry = CG_E_##name;                                 \
+			if (cg_backend_ready() == 0 &&                          \
+			    cg_op_from_##family(&op, pt, &why, CG_UNPAREN args) == 0 && \
+			    cg_op_finish(&op, &why) == 0) {                     \
+				int r_ = cg_engine_op(&op);                     \
+				if (r_ == CG_DEFERRED)                          \
+					return (cudaError_t)op.status;          \
+				cudaError_t rc_ = CG_CALL_REAL(name, args);     \
+				if (r_ == CG_EAGER)                             \
+					cg_engine_op_done(&op, rc_ == cudaSuccess); \
+				return rc_;                                     \
+			}                                                       \
+			cg_engine_boundary(CG_E_##name, CG_K_BND, why);         \
+		}                                                               \
+		return CG_CALL_REAL(name, args);                                \
 	}
 
-#define CG_WRAP_BOUNDARY(name, unsupported, args)                              \
-	{                                                                      \
-		if (cg_engine_on && !cg_busy)                                  \
-			cg_engine_boundary(CG_API_##name, CG_WHY_UNSUPPORTED_API, unsupported); \
-		return CG_CALL_REAL(name, args);                               \
+#define CG_WRAP_SPC(name, family, pt, params, args)                             \
+	CG_EXPORT cudaError_t name params                                       \
+	{                                                                       \
+		CG_RT_ENTER(name, args);                                        \
+		cg_pre_##family(CG_E_##name, pt, CG_UNPAREN args);              \
+		cudaError_t rc = CG_CALL_REAL(name, args);                      \
+		cg_post_##family(CG_E_##name, pt, (int)rc, CG_UNPAREN args);    \
+		return rc;                                                      \
 	}
-
-#define CG_WRAP_SYNC(name, family, pt, params, args)                           \
-	CG_EXPORT cudaError_t name params                                      \
-	{                                                                      \
-		CG_ENTER(name);                                                \
-		CG_WRAP_BOUNDARY(name, 0, args)                                \
-	}
-#define CG_WRAP_BND(name, family, pt, params, args)                            \
-	CG_EXPORT cudaError_t name params                                      \
-	{                                                                      \
-		CG_ENTER(name);                                                \
-		CG_WRAP_BOUNDARY(name, 1, args)                                \
-	}
-#define CG_WRAP_SPC(name, family, pt, params, args)                            \
-	CG_EXPORT cudaError_t name params                                      \
-	{                                                                      \
-		CG_ENTER(name);                                                \
-		if (cg_busy)                                                   \
-			return cg_real.name args;                              \
-		return cg_special_##family(CG_API_##name, pt, CG_UNPAREN args); \
-	}
-#define CG_WRAP_PASS(name, family, pt, params, args)                           \
-	CG_EXPORT cudaError_t name params                                      \
-	{                                                                      \
-		CG_ENTER(name);                                                \
-		return CG_CALL_REAL(name, args);                               \
-	}
-#define CG_WRAP_INT(name, family, pt, params, args)
 
 #define CG_RT(kind, name, family, pt, params, args) CG_WRAP_##kind(name, family, pt, params, args)
 #include "cuda_api.def"

@@ -1,187 +1,142 @@
-/* The capture-window engine: cuts the op stream into segments, learns their
- * shapes, defers calls that match a built graph and replays it, or flushes. */
+/* The engine: ops arrive and are recorded (run eagerly, kept for learning) or
+ * held while they match a template, whose graph is launched in their place
+ * once the template is complete; a boundary or a mismatch ends a deferral
+ * (the complete prefix launched, the rest submitted eagerly, in order).
+ *
+ * Locking: one mutex guards the state and is never held across a real CUDA
+ * call. Real calls made for held work (launches, eager submission, graph
+ * builds and frees) are made by the thread holding the submission turn,
+ * without the mutex; any thread that would change the state waits for the
+ * turn first, so held work is out before anything that follows it. */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "cgraft.h"
-#include "cgraft_i.h"
-#include "graph_i.h"
+#include "backend.h"
+#include "engine.h"
+#include "log.h"
+#include "options.h"
+#include "replay.h"
 
-/* ---- small helpers ---------------------------------------------------- */
-static uint64_t cg_now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* Chunked byte arena: pointers into it stay valid until it is reset. */
-struct cg_arena_blk {
-	struct cg_arena_blk *next;
-	size_t used, cap;
-	uint8_t data[];
-};
-struct cg_arena {
-	struct cg_arena_blk *head;
-};
-
-static void *cg_arena_alloc(struct cg_arena *a, size_t n)
-{
-	n = (n + 15) & ~(size_t)15;
-	struct cg_arena_blk *b = a->head;
-	if (!b || b->cap - b->used < n) {
-		size_t cap = n > 65536 ? n : 65536;
-		b = malloc(sizeof *b + cap);
-		if (!b)
-			return NULL;
-		b->used = 0;
-		b->cap = cap;
-		b->next = a->head;
-		a->head = b;
-	}
-	void *p = b->data + b->used;
-	b->used += n;
-	return p;
-}
-
-/* Keeps the newest block for reuse. */
-static void cg_arena_reset(struct cg_arena *a)
-{
-	struct cg_arena_blk *b = a->head;
-	if (!b)
-		return;
-	struct cg_arena_blk *rest = b->next;
-	b->next = NULL;
-	b->used = 0;
-	while (rest) {
-		struct cg_arena_blk *n = rest->next;
-		free(rest);
-		rest = n;
-	}
-}
-
-/* ---- engine state (under cg_lock) ------------------------------------- */
-enum cg_mode { CG_RECORD, CG_DEFER };
-
-#define CG_MAX_CAND 16
-#define CG_MAX_PERIODS 64
-/* Segments at least this long that end where the host waits are replayed
- * as a chain of graphs, the first of CG_CHAIN_FIRST ops. */
+#define CG_MAX_CAND 8
+/* Runs at least this long on one stream that end where the host waits are
+ * replayed as a chain of graphs, the first of CG_CHAIN_FIRST ops: the device
+ * starts on it while the host still makes the calls of the next. */
 #define CG_CHAIN_MIN 32
 #define CG_CHAIN_FIRST 8
+#define CG_EVSET 64 /* events recorded by held work, remembered for queries */
 
-static pthread_mutex_t cg_lock = PTHREAD_MUTEX_INITIALIZER;
+enum cg_mode { CG_RECORD, CG_DEFER };
+
 static struct {
+	pthread_mutex_t mu;
+	pthread_cond_t turn_cv, timer_cv;
+	int submitting;              /* depth of the turn's holder */
+	pthread_t submitter;
+	uint64_t seq;                /* engine entries, for the hold timer */
+	uint64_t epoch;              /* work enqueued other than by replays */
+	uint64_t segno;
 	enum cg_mode mode;
-	/* The current segment: recorded (eager) or deferred ops, in order. */
-	struct cg_op *ops;
-	uint64_t *shape;
-	size_t n, cap;
-	struct cg_arena arena;
-	/* Host time spent in the segment's calls (the real calls when eager,
-	 * cgraft's when deferred), where it was measured (api_ok). */
-	uint64_t api_ns;
-	int api_ok;
-	int timing;        /* the deferral's calls are timed */
-	uint64_t t_submit; /* when the eager call under way entered cgraft */
 	pthread_t owner;
 	int have_owner;
-	/* Deferral: templates whose first n ops match. */
+	CUcontext ctx;               /* of the run and the held work */
+	/* The deferral: held ops, which differ from what the graph expects,
+	 * the templates they match so far. */
+	struct cg_seg held;
+	uint8_t *dirty;
+	size_t dirty_cap;
 	struct cg_tmpl *cand[CG_MAX_CAND];
 	int ncand;
-	struct cg_tmpl *complete; /* a candidate of exactly n ops */
-	struct cg_tmpl *expect;   /* the next piece of a chain being replayed */
-	int host_waits;           /* the segment ends at a call the host waits in */
-	/* Period detection in RECORD mode: live candidate periods. */
-	size_t period[CG_MAX_PERIODS];
-	int nperiod;
-	size_t known_period;
-	/* Counters. */
-	uint64_t segno;
-	uint64_t quiet_segments; /* learnt segments since a shape last recurred */
-	uint64_t passive_until;  /* no-repeat back-off: segment number */
+	struct cg_tmpl *complete;    /* a candidate the held ops complete (a prefix of them) */
+	struct cg_tmpl *expect_src;  /* the template dirty[] was found against */
+	struct cg_tmpl *expect;      /* a chain's next piece */
+	CUevent evset[CG_EVSET];     /* events recorded by held work */
+	int nev;                     /* > CG_EVSET: too many to tell */
+	CUevent run_evset[CG_EVSET]; /* by the run's eager work */
+	int run_nev;
+	int timing;
+	uint64_t defer_ns;
+	/* The run: eager ops since the last boundary or launch, for learning. */
+	struct cg_seg run;
+	uint64_t run_ns, run_id;
+	int run_ns_ok;
+	struct cg_tmpl *anchor;      /* launched just before the run (a key only) */
+	struct cg_period period;
+	uint64_t quiet, passive_until;
 	int passive_rounds;
+	struct cg_tmpl *graveyard;   /* to be freed by the next turn */
+	int timer;                   /* 0 not started, 1 idle, 2 watching */
 	int atexit_done;
-} E;
+} E = {
+	.mu = PTHREAD_MUTEX_INITIALIZER,
+	.turn_cv = PTHREAD_COND_INITIALIZER,
+	.timer_cv = PTHREAD_COND_INITIALIZER,
+	.run_ns_ok = 1,
+};
 
-static atomic_int cg_threads_seen;
-/* Counts work enqueued other than by cgraft's replays: a graph launched
- * again with nothing in between needs no fork from its side streams. */
-static uint64_t cg_epoch;
-static int cg_dead; /* nothing repeats: pass-through for good */
-static CG_TLS int cg_thread_known;
+atomic_int cg_engine_on;
+static atomic_int cg_capturing, cg_paused, cg_dead;
 
-/* ---- segment buffer --------------------------------------------------- */
-static int cg_seg_reserve(void)
+static void cg_resolve(int foreign, int diverged);
+static int cg_run_end(int host_waits);
+
+/* ---- the submission turn ------------------------------------------------- */
+static void cg_wait_turn(void)
 {
-	if (E.n < E.cap)
-		return 0;
-	size_t cap = E.cap ? E.cap * 2 : 256;
-	struct cg_op *o = realloc(E.ops, cap * sizeof *o);
-	if (!o)
-		return -ENOMEM;
-	E.ops = o;
-	uint64_t *s = realloc(E.shape, cap * sizeof *s);
-	if (!s)
-		return -ENOMEM;
-	E.shape = s;
-	E.cap = cap;
-	return 0;
+	while (E.submitting && !pthread_equal(E.submitter, pthread_self()))
+		pthread_cond_wait(&E.turn_cv, &E.mu);
 }
 
-/* Keeps a copy of op in the segment: kernel parameters packed, and for a
- * pageable source (deferred only) a snapshot of its bytes taken now. */
-static int cg_seg_push(const struct cg_op *op, uint64_t shape, int snapshot)
+/* Takes the turn and lets go of the mutex for real calls. */
+static void cg_unlock_for_calls(void)
 {
-	if (cg_seg_reserve())
-		return -ENOMEM;
-	struct cg_op *d = &E.ops[E.n];
-	*d = *op;
-	if (op->kind == CG_OP_KERNEL) {
-		uint8_t *p = cg_arena_alloc(&E.arena, op->nbytes ? op->nbytes : 1);
-		if (!p)
-			return -ENOMEM;
-		const struct cg_kinfo *ki = op->u.k.ki;
-		uint8_t *w = p;
-		if (op->u.k.packed) {
-			memcpy(w, op->u.k.extra, op->nbytes);
-		} else {
-			for (uint32_t i = 0; i < ki->nparams; i++) {
-				memcpy(w, op->u.k.args[i], ki->size[i]);
-				w += ki->size[i];
-			}
-		}
-		d->u.k.params = p;
-		d->u.k.args = NULL;
-		d->u.k.extra = NULL;
-	} else if (op->kind == CG_OP_MEMCPY && op->u.cp.src_pageable && snapshot) {
-		void *p = cg_arena_alloc(&E.arena, op->u.cp.count);
-		if (!p)
-			return -ENOMEM;
-		memcpy(p, op->u.cp.src, op->u.cp.count);
-		d->u.cp.src = p;
+	cg_wait_turn();
+	E.submitting++;
+	E.submitter = pthread_self();
+	pthread_mutex_unlock(&E.mu);
+}
+
+static void cg_relock_after_calls(void)
+{
+	pthread_mutex_lock(&E.mu);
+	if (--E.submitting == 0)
+		pthread_cond_broadcast(&E.turn_cv);
+}
+
+/* Frees the graphs of templates taken out of the table. */
+static void cg_bury(struct cg_tmpl *list)
+{
+	while (list) {
+		struct cg_tmpl *nx = list->next;
+		list->next = E.graveyard;
+		E.graveyard = list;
+		if (E.expect == list)
+			E.expect = NULL;
+		list = nx;
 	}
-	E.shape[E.n] = shape;
-	E.n++;
-	return 0;
+	if (!E.graveyard)
+		return;
+	struct cg_tmpl *g = E.graveyard;
+	E.graveyard = NULL;
+	cg_unlock_for_calls();
+	while (g) {
+		struct cg_tmpl *nx = g->next;
+		cg_graph_destroy(g->g);
+		cg_tmpl_free(g);
+		g = nx;
+	}
+	cg_relock_after_calls();
 }
 
-static void cg_seg_clear(void)
+static void cg_stand_aside_changed(void)
 {
-	E.n = 0;
-	E.ncand = 0;
-	E.complete = NULL;
-	E.nperiod = 0;
-	E.api_ns = 0;
-	E.api_ok = 1;
-	E.timing = 0;
-	cg_arena_reset(&E.arena);
+	E.epoch++; /* work enqueued while standing aside goes unseen */
+	atomic_store(&cg_engine_on, cg_opt.enable && !atomic_load(&cg_dead) && !atomic_load(&cg_capturing) &&
+					    !atomic_load(&cg_paused));
 }
 
-/* ---- learning --------------------------------------------------------- */
 static int cg_in_window(void)
 {
 	if (E.segno < (uint64_t)cg_opt.warmup)
@@ -190,554 +145,744 @@ static int cg_in_window(void)
 	       E.segno >= E.passive_until;
 }
 
-/* The length of the first piece where the segment is to be replayed as a
- * chain, else 0. Where the host waits for the device at the segment's end,
- * the device idles while the host makes the calls that a single graph would
- * be launched after; a chain starts it after the first few. One stream only:
- * pieces over several would each need their fork and join. */
-static size_t cg_chain_first(size_t n)
+/* ---- eager submission of held work ------------------------------------------ */
+/* Submits held ops in order, holding the turn. From a thread other than the
+ * one that made the calls, the segment's context is made current, and work
+ * for that thread's per-thread stream goes to the legacy stream, which
+ * orders after and before the same blocking streams. */
+static void cg_submit_ops(const struct cg_op *ops, size_t n, int foreign)
 {
-	if (!E.host_waits || n < CG_CHAIN_MIN)
+	CUcontext cur = NULL, pushed = NULL;
+	if (foreign && n && CG_BK(ctx_get_current, &cur) == CUDA_SUCCESS && cur != ops[0].ctx &&
+	    CG_BK(ctx_push, ops[0].ctx) == CUDA_SUCCESS)
+		pushed = ops[0].ctx;
+	for (size_t i = 0; i < n; i++) {
+		CUstream s = ops[i].stream;
+		if (foreign && s == CU_STREAM_PER_THREAD)
+			s = CU_STREAM_LEGACY;
+		CUresult rc = cg_op_submit(&ops[i], s);
+		if (rc != CUDA_SUCCESS)
+			cg_log_capped(CG_LOG_WARN, CG_FAULT_DRIVER,
+				      "held work failed when submitted eagerly (error %d)", (int)rc);
+	}
+	if (pushed) {
+		CUcontext dummy;
+		CG_BK(ctx_pop, &dummy);
+	}
+}
+
+static void cg_evset_add(CUevent *set, int *n, CUevent e)
+{
+	if (*n < CG_EVSET)
+		set[*n] = e;
+	(*n)++;
+}
+
+static int cg_evset_has(const CUevent *set, int n, CUevent e)
+{
+	if (n > CG_EVSET)
+		return 1;
+	for (int i = 0; i < n; i++)
+		if (set[i] == e)
+			return 1;
+	return 0;
+}
+
+/* Held ops submitted eagerly join the run: they ran eagerly after all. */
+static void cg_held_to_run(size_t from)
+{
+	for (size_t i = from; i < E.held.n; i++) {
+		if (E.held.ops[i].kind == CG_OP_RECORD)
+			cg_evset_add(E.run_evset, &E.run_nev, E.held.ops[i].u.ev.event);
+		if (cg_seg_push(&E.run, &E.held.ops[i], 0, NULL, NULL)) {
+			cg_seg_clear(&E.run);
+			E.run_id++;
+			break;
+		}
+	}
+	E.run_ns_ok = 0; /* that submission was not a program call */
+}
+
+static void cg_defer_clear(void)
+{
+	cg_seg_clear(&E.held);
+	E.mode = CG_RECORD;
+	E.ncand = 0;
+	E.complete = NULL;
+	E.expect_src = NULL;
+	E.timing = 0;
+	E.defer_ns = 0;
+	E.nev = 0;
+}
+
+/* ---- learning and building --------------------------------------------------- */
+/* The first piece's length where the run is to be replayed as a chain, else
+ * 0: where the host waits at the run's end, the device idles while the host
+ * makes the calls a single graph would be launched after. One stream only:
+ * pieces over several would each need their fork and join. */
+static size_t cg_chain_first(const struct cg_seg *run, int host_waits)
+{
+	if (!host_waits || run->n < CG_CHAIN_MIN)
 		return 0;
-	for (size_t i = 1; i < n; i++)
-		if (E.ops[i].stream != E.ops[0].stream)
+	/* The read-back the host waits for may be on the legacy stream. */
+	size_t last = run->n - 1;
+	for (size_t i = 1; i < run->n; i++)
+		if (run->ops[i].stream != run->ops[0].stream && !(i == last && run->ops[i].flags & CG_F_HOST_WAITS))
 			return 0;
 	return cg_opt.min_ops > CG_CHAIN_FIRST ? (size_t)cg_opt.min_ops : CG_CHAIN_FIRST;
 }
 
-void cg_engine_tmpl_gone(const struct cg_tmpl *t)
+/* Templates for a chain of pieces, linked; NULL when one cannot be made. */
+static int cg_chain_new(const struct cg_op *ops, size_t n, size_t first, uint64_t eager_ns,
+			struct cg_tmpl **out, int max)
 {
-	if (E.expect == t)
-		E.expect = NULL;
+	int k = 0;
+	for (size_t done = 0; done < n;) {
+		size_t len = cg_chain_piece_len(done, n - done, first);
+		if (k == max || k + 1 >= cg_opt.max_graphs)
+			break;
+		struct cg_tmpl *t = cg_tmpl_new(ops + done, len, n ? eager_ns * len / n : 0);
+		if (!t)
+			break;
+		t->follows = k > 0;
+		if (k)
+			out[k - 1]->next_piece = t;
+		out[k++] = t;
+		done += len;
+	}
+	return k;
 }
 
-/* A recorded segment ends: count its shape, build a graph once it recurs.
- * eager_ns: the host time its calls took, or 0 where unknown. */
-static int cg_learn(uint64_t eager_ns)
+/* Builds the graphs of new templates without the mutex and adds the ones
+ * that built to the table. */
+static void cg_build(struct cg_tmpl **ts, int n)
 {
-	size_t n = E.n;
+	uint64_t t0 = cg_now_ns();
+	cg_unlock_for_calls();
+	for (int i = 0; i < n; i++)
+		if (cg_graph_build(ts[i]) != 0) {
+			cg_learn_failed(ts[i]->ops, ts[i]->n);
+			/* A chain without this piece ends before it. */
+			if (i > 0 && ts[i - 1] && ts[i - 1]->next_piece == ts[i])
+				ts[i - 1]->next_piece = NULL;
+			cg_tmpl_free(ts[i]);
+			ts[i] = NULL;
+		}
+	cg_relock_after_calls();
+	struct cg_tmpl *gone = NULL;
+	for (int i = 0; i < n; i++) {
+		if (!ts[i])
+			continue;
+		struct cg_tmpl *out = cg_table_add(ts[i], cg_opt.max_graphs);
+		while (out) {
+			struct cg_tmpl *nx = out->next;
+			out->next = gone;
+			gone = out;
+			out = nx;
+		}
+	}
+	cg_stat_add(record_ns, cg_now_ns() - t0);
+	cg_bury(gone);
+}
+
+/* No template grew from the last runs: stop recording for a while, then
+ * for good. */
+static void cg_note_novel(void)
+{
+	if (++E.quiet < 64)
+		return;
+	E.quiet = 0;
+	cg_stat_add(backoffs, 1);
+	cg_count_fallback(CG_WHY_BACKOFF_NOREPEAT);
+	if (++E.passive_rounds > 3 && !cg_table_count()) {
+		cg_log(CG_LOG_INFO, CG_FAULT_NONE, "the op stream does not repeat: cgraft passes calls through from now on");
+		atomic_store(&cg_dead, 1);
+		cg_stand_aside_changed();
+	}
+	E.passive_until = E.segno + (64ull << E.passive_rounds);
+}
+
+/* Templates for what recurs in the run: a chain where it may be one (and no
+ * template starts alike, whose matches the first piece would lose), else a
+ * whole one, which replaces the chains that start alike. */
+static int cg_templates_for(const struct cg_build *b, int nb, uint64_t eager_ns, struct cg_tmpl **ts, int max)
+{
+	const struct cg_op *ops = E.run.ops;
+	int k = 0;
+	for (int i = 0; i < nb && k < max; i++) {
+		const struct cg_op *o = ops + b[i].start;
+		uint64_t ns = E.run.n ? eager_ns * b[i].n / E.run.n : 0;
+		int k0 = k;
+		if (b[i].first && !cg_table_starts_alike(o)) {
+			k += cg_chain_new(o, b[i].n, b[i].first, ns, ts + k, max - k);
+		} else {
+			cg_bury(cg_table_take_chains(o));
+			if ((ts[k] = cg_tmpl_new(o, b[i].n, ns)))
+				k++;
+		}
+		if (k > k0)
+			cg_tmpl_add_start(ts[k0], E.anchor, b[i].start);
+	}
+	return k;
+}
+
+/* The run ends: learn from it, build what recurs, start a new one. Returns
+ * whether anything of it recurred. */
+static int cg_run_end(int host_waits)
+{
+	size_t n = E.run.n;
+	E.period.ncand = 0;
 	if (!n)
 		return 0;
 	E.segno++;
 	cg_stat_add(segments, 1);
-	if ((long)n < cg_opt.min_ops || !cg_in_window())
-		return 0;
-	uint64_t t0 = cg_now_ns();
-	size_t first = cg_chain_first(n);
-	struct cg_tmpl *t = cg_tmpl_lookup(E.shape, E.ops, n);
-	if (!t && first)
-		t = cg_tmpl_lookup(E.shape, E.ops, first);
-	if (t) {
-		/* A built shape ran eagerly (after a divergence): its cost
-		 * is a fresh eager sample. */
-		cg_tmpl_note_eager(t, eager_ns);
-		return 1;
+	uint64_t eager_ns = E.run_ns_ok ? E.run_ns : 0;
+	struct cg_build b[CG_MAX_BUILDS];
+	struct cg_learn_out res = { 0 };
+	int nb = 0;
+	if (cg_in_window()) {
+		struct cg_learn_in in = { &E.run, E.anchor, eager_ns, cg_opt.min_ops, cg_opt.min_repeats,
+					  cg_chain_first(&E.run, host_waits) };
+		nb = cg_learn(&in, b, &res);
 	}
-	int seen = cg_seen_note(E.shape, n, eager_ns);
-	if (seen < cg_opt.min_repeats) {
-		if (seen == 1 && ++E.quiet_segments >= 64) {
-			/* Nothing recurs: stop recording for a while, then for good. */
-			E.quiet_segments = 0;
-			cg_stat_add(backoffs, 1);
-			cg_count_fallback(CG_WHY_BACKOFF_NOREPEAT);
-			if (++E.passive_rounds > 3 && !cg_tmpl_any()) {
-				cg_log(CG_LOG_INFO, CG_FAULT_NONE,
-				       "the op stream does not repeat: cgraft passes calls through from now on");
-				cg_dead = 1;
-				cg_engine_on = 0;
-			}
-			E.passive_until = E.segno + (64ull << E.passive_rounds);
+	if (res.whole)
+		cg_tmpl_note_eager(res.whole, eager_ns); /* it ran eagerly (after a divergence) */
+	if (res.novel)
+		cg_note_novel();
+	else if (nb)
+		E.quiet = 0;
+	struct cg_tmpl *ts[CG_MAX_BUILDS * 4];
+	int nt = nb ? cg_templates_for(b, nb, eager_ns, ts, (int)(sizeof ts / sizeof ts[0])) : 0;
+	cg_seg_clear(&E.run);
+	E.run_id++;
+	E.run_ns = 0;
+	E.run_ns_ok = 1;
+	E.run_nev = 0;
+	E.anchor = NULL;
+	if (nt)
+		cg_build(ts, nt);
+	return res.whole || nb;
+}
+
+/* ---- replay ------------------------------------------------------------------ */
+/* Launches t for the first t->n held ops. Returns 0 with *wait set to the
+ * event a read-back's host must wait for (or NULL), or a negative errno
+ * when nothing was launched. */
+static int cg_launch(struct cg_tmpl *t, CUevent *wait)
+{
+	struct cg_launch l = { .ops = E.held.ops, .dirty = E.expect_src == t ? E.dirty : NULL, .epoch = E.epoch };
+	uint64_t t0 = E.timing ? cg_now_ns() : 0;
+	cg_unlock_for_calls();
+	int rc = cg_graph_launch(t, &l);
+	cg_relock_after_calls();
+	*wait = NULL;
+	if (rc) {
+		cg_count_fallback(CG_WHY_LAUNCH_FAILED);
+		cg_tmpl_backoff(t, CG_WHY_LAUNCH_FAILED, E.segno);
+		return rc;
+	}
+	cg_tmpl_note_replay(t, t0 ? E.defer_ns + cg_now_ns() - t0 : 0, E.segno, cg_opt.backoff_slow);
+	cg_stat_add(ops_replayed, t->n);
+	cg_table_touch(t);
+	E.epoch = l.epoch + 1;
+	*wait = l.wait;
+	return 0;
+}
+
+/* The run before a launched piece ends there; the piece is the new anchor,
+ * and a chain's next piece is tried first. */
+static void cg_after_launch(struct cg_tmpl *t)
+{
+	struct cg_tmpl *next = t->next_piece;
+	cg_run_end(0);
+	E.segno++;
+	cg_stat_add(segments, 1);
+	E.anchor = t;
+	E.expect = next && next->in_table ? next : NULL;
+}
+
+/* Ends the deferral: the complete candidate launched for the ops it covers,
+ * the rest submitted eagerly in their place, in order. From another thread
+ * (or the hold timer), everything is submitted eagerly. */
+static void cg_resolve(int foreign, int diverged)
+{
+	if (E.mode != CG_DEFER)
+		return;
+	size_t n = E.held.n, k = 0;
+	struct cg_tmpl *t = E.complete, *launched = NULL;
+	CUevent wait = NULL;
+	if (t && !foreign && t->n <= n && cg_launch(t, &wait) == 0) {
+		k = t->n;
+		launched = t;
+	}
+	if (k < n) {
+		if (diverged && !t) {
+			for (int i = 0; i < E.ncand; i++)
+				cg_tmpl_note_divergence(E.cand[i], E.segno);
+			cg_stat_add(divergences, 1);
 		}
+		cg_stat_add(pieces_eager, 1);
+		cg_unlock_for_calls();
+		cg_submit_ops(E.held.ops + k, n - k, foreign);
+		cg_relock_after_calls();
+		E.epoch++;
+	}
+	/* Held ops after a launched piece are the new run's first. */
+	if (launched)
+		cg_after_launch(launched);
+	cg_held_to_run(k);
+	cg_defer_clear();
+	(void)wait; /* a piece that is not the whole held segment ends in no read-back */
+}
+
+/* ---- deferral ------------------------------------------------------------------ */
+static int cg_dirty_reserve(size_t n)
+{
+	if (n <= E.dirty_cap)
+		return 0;
+	size_t cap = E.dirty_cap ? 2 * E.dirty_cap : 256;
+	while (cap < n)
+		cap *= 2;
+	uint8_t *d = realloc(E.dirty, cap);
+	if (!d)
+		return -ENOMEM;
+	E.dirty = d;
+	E.dirty_cap = cap;
+	return 0;
+}
+
+static void cg_timer_wake(void);
+
+/* Holds op as the next of the deferral. Returns 1 when held (and launched
+ * if it completes the only candidate), 0 when op must run eagerly (the
+ * deferral was resolved first), with *wait for a launched read-back. */
+static int cg_defer_push(struct cg_op *op, CUevent *wait)
+{
+	size_t pos = E.held.n;
+	int keep_src = 0;
+	for (int i = 0; i < E.ncand; i++)
+		keep_src |= E.cand[i] == E.expect_src;
+	if (!keep_src)
+		E.expect_src = NULL;
+	const struct cg_op *exp = E.expect_src ? cg_graph_expect(E.expect_src, pos) : NULL;
+	int differs = 1;
+	if (cg_dirty_reserve(pos + 1) || cg_seg_push(&E.held, op, 1, exp, &differs)) {
+		cg_resolve(0, 0);
 		return 0;
 	}
-	E.quiet_segments = 0;
-	if (first && cg_tmpl_chain_ok(E.shape, E.ops, n, first))
-		cg_tmpl_build_chain(E.shape, E.ops, n, eager_ns, first);
-	else
-		cg_tmpl_build_whole(E.shape, E.ops, n, eager_ns);
-	cg_stat_add(record_ns, cg_now_ns() - t0);
+	E.dirty[pos] = (uint8_t)(differs || !exp);
+	E.mode = CG_DEFER;
+	const struct cg_op *h = &E.held.ops[pos];
+	/* A kernel given host memory the host may poll, or a read-back that ends
+	 * no template here, is not held: the work before it goes out, then it
+	 * runs as the program called it. */
+	if ((h->kind == CG_OP_KERNEL && E.dirty[pos] && cg_hostmem_hit(h->u.k.params, h->nbytes))) {
+		E.held.n--;
+		cg_count_fallback(CG_WHY_HOST_MEMORY);
+		cg_resolve(0, 0);
+		return 0;
+	}
+	if (h->kind == CG_OP_RECORD)
+		cg_evset_add(E.evset, &E.nev, h->u.ev.event);
+	int longer = 0;
+	for (int i = 0; i < E.ncand; i++) {
+		if (E.cand[i]->n > E.held.n)
+			longer = 1;
+		else if (E.cand[i]->n == E.held.n && (!E.complete || E.complete->n != E.held.n ||
+						      E.cand[i] == E.expect_src))
+			E.complete = E.cand[i];
+	}
+	int done = E.complete && E.complete->n == E.held.n;
+	if ((op->flags & CG_F_HOST_WAITS) && !(done && !longer)) {
+		E.held.n--;
+		cg_resolve(0, 0);
+		return 0;
+	}
+	if (done && !longer) {
+		struct cg_tmpl *t = E.complete;
+		if (cg_launch(t, wait) == 0) {
+			cg_after_launch(t);
+			cg_defer_clear();
+		} else {
+			E.complete = NULL;
+			cg_resolve(0, 0);
+		}
+	}
 	return 1;
 }
 
-/* Ends the current segment where it stands; returns whether its shape is
- * one cgraft has seen before. */
-static int cg_cut(void)
+/* In record mode: whether op starts a template (a chain's expected next
+ * piece first), and then holds it. */
+static int cg_try_start(struct cg_op *op, CUevent *wait)
 {
-	int known = E.mode == CG_RECORD && E.n ? cg_learn(E.api_ok ? E.api_ns : 0) : 0;
-	E.mode = CG_RECORD;
+	if (!cg_in_window())
+		return 0;
+	if (E.expect && cg_tmpl_can_follow(E.expect, op, E.segno)) {
+		E.cand[0] = E.expect;
+		E.ncand = 1;
+	} else {
+		E.ncand = cg_table_starting(op, E.segno, E.anchor, E.run.n, E.cand, CG_MAX_CAND);
+	}
 	E.expect = NULL;
-	E.have_owner = 0;
-	cg_seg_clear();
-	return known;
-}
-
-/* Whether most ops of the two halves of a 2p-op segment carry the same
- * arguments too. A loop's iteration does, but for a counter or an RNG offset;
- * a layer repeated within the iteration does not (other weights). */
-static int cg_values_recur(size_t p)
-{
-	size_t same = 0;
-	for (size_t i = 0; i < p; i++)
-		same += (size_t)cg_op_same_values(&E.ops[i], &E.ops[i + p]);
-	return 2 * same >= p;
-}
-
-/* Period detection: a candidate period p is born where an op equals the
- * segment's first op, and lives while each op equals the one p before it.
- * When it has matched p ops the segment is two identical halves. */
-static void cg_period_step(void)
-{
-	size_t k = E.n - 1;
-	if (E.known_period && E.n == E.known_period) {
-		if (!cg_cut())
-			E.known_period = 0; /* the period changed: look again */
-		return;
-	}
-	int w = 0;
-	for (int i = 0; i < E.nperiod; i++) {
-		size_t p = E.period[i];
-		if (E.shape[k] != E.shape[k - p])
-			continue;
-		if (k + 1 == 2 * p && !cg_values_recur(p)) {
-			/* Same shapes, other arguments: a part of the iteration
-			 * (layers, a chain of one kernel) repeating inside it. */
-			continue;
-		}
-		if (k + 1 == 2 * p) {
-			/* Two halves: learn the first, keep the second;
-			 * each took about half the time. */
-			uint64_t half = E.api_ok ? E.api_ns / 2 : 0;
-			size_t n2 = E.n;
-			E.n = p;
-			cg_learn(half);
-			memmove(E.ops, E.ops + p, p * sizeof *E.ops);
-			memmove(E.shape, E.shape + p, p * sizeof *E.shape);
-			E.n = n2 - p;
-			E.known_period = p;
-			E.nperiod = 0;
-			E.api_ns = half;
-			cg_cut();
-			return;
-		}
-		E.period[w++] = p;
-	}
-	E.nperiod = w;
-	if (k >= (size_t)cg_opt.min_ops && E.shape[k] == E.shape[0] && E.nperiod < CG_MAX_PERIODS &&
-	    2 * k <= (size_t)cg_opt.max_segment_ops)
-		E.period[E.nperiod++] = k;
-	if (E.n >= (size_t)cg_opt.max_segment_ops)
-		cg_cut();
-}
-
-/* ---- deferral --------------------------------------------------------- */
-static void cg_record_deferred_as_eager(void)
-{
-	cg_epoch++;
-	/* Submit in the original order; they become the recorded segment. */
-	for (size_t i = 0; i < E.n; i++) {
-		int rc = cg_op_submit(&E.ops[i]);
-		if (rc)
-			cg_log_capped(CG_LOG_WARN, CG_FAULT_DRIVER,
-				      "a deferred call failed when submitted eagerly (error %d)", rc);
-	}
-	E.mode = CG_RECORD;
-	E.ncand = 0;
+	if (!E.ncand)
+		return 0;
 	E.complete = NULL;
-	E.api_ok = 0; /* the submission just now was not timed */
+	E.expect_src = E.cand[0];
+	E.timing = cg_tmpl_wants_timing(E.cand[0]);
+	E.defer_ns = 0;
+	cg_timer_wake();
+	return cg_defer_push(op, wait);
 }
 
-static void cg_diverge(const struct cg_op *next)
+/* In defer mode: whether op goes on matching a candidate. */
+static int cg_defer_more(struct cg_op *op, CUevent *wait)
 {
+	size_t pos = E.held.n;
+	int w = 0;
 	for (int i = 0; i < E.ncand; i++)
-		cg_tmpl_note_divergence(E.cand[i]);
-	cg_stat_add(divergences, 1);
-	if (cg_opt.log_level >= CG_LOG_DEBUG)
-		cg_debug("divergence after %zu deferred ops: %s", E.n,
-			 next ? cg_tmpl_describe_mismatch(E.cand, E.ncand, E.n, next)
-			      : "segment ended before the graph's last op");
-	cg_record_deferred_as_eager();
-}
-
-/* Launches the complete candidate for the deferred ops, or submits them
- * eagerly if that fails. */
-static void cg_launch_complete(void)
-{
-	struct cg_tmpl *t = E.complete;
-	size_t n = E.n;
-	if (cg_tmpl_launch(t, E.ops, n, E.timing ? E.api_ns : 0) == 0) {
-		cg_stat_add(ops_replayed, n);
-		E.expect = cg_tmpl_next_piece(t);
-		E.mode = CG_RECORD;
-		E.have_owner = 0;
-		cg_seg_clear();
-		E.segno++;
-		cg_stat_add(segments, 1);
-		return;
-	}
-	cg_count_fallback(CG_WHY_LAUNCH_FAILED);
-	cg_record_deferred_as_eager();
-	cg_cut();
-}
-
-uint64_t cg_segno(void)
-{
-	return E.segno;
-}
-
-uint64_t cg_epoch_now(void)
-{
-	return cg_epoch;
-}
-
-void cg_epoch_bump(void)
-{
-	cg_epoch++;
-}
-
-/* While the program captures, or has switched cgraft off, everything
- * passes through untouched. */
-static atomic_int cg_capturing, cg_paused;
-
-static void cg_stand_aside_changed(void)
-{
-	cg_epoch++; /* work enqueued while standing aside goes unseen */
-	cg_engine_on = cg_opt.enable && !cg_dead && !atomic_load(&cg_capturing) && !atomic_load(&cg_paused);
-}
-
-/* Flushes whatever is deferred or recorded: the segment ends here. */
-static void cg_flush(void)
-{
-	if (E.mode == CG_DEFER && E.n) {
-		if (E.complete && cg_tmpl_nops(E.complete) == E.n) {
-			cg_launch_complete();
-			return;
+		if (E.cand[i]->n > pos && cg_op_same_shape(&E.cand[i]->ops[pos], op))
+			E.cand[w++] = E.cand[i];
+	if (!w) {
+		if (!E.complete && cg_log_level >= CG_LOG_DEBUG) {
+			char want[200] = "nothing (the graph ended)", got[200];
+			for (int i = 0; i < E.ncand; i++)
+				if (E.cand[i]->n > pos) {
+					cg_op_describe(want, sizeof want, &E.cand[i]->ops[pos]);
+					break;
+				}
+			cg_op_describe(got, sizeof got, op);
+			cg_debug("divergence after %zu held ops: expected %s, got %s", pos, want, got);
 		}
-		cg_diverge(NULL);
+		cg_resolve(0, 1);
+		return 0;
 	}
-	cg_cut();
+	E.ncand = w;
+	return cg_defer_push(op, wait);
 }
 
-static void cg_atexit(void)
+/* ---- entry points ---------------------------------------------------------------- */
+/* The calling thread takes the segment over: another thread's held work goes
+ * out first (it may be what this call depends on), and its run ends. So does
+ * work of another context. */
+static void cg_claim(CUcontext ctx)
 {
-	pthread_mutex_lock(&cg_lock);
-	if (cg_engine_on)
-		cg_flush();
-	pthread_mutex_unlock(&cg_lock);
-}
-
-/* Another host thread, or the first call of a new thread. */
-static void cg_check_thread(void)
-{
-	if (cg_unlikely(!cg_thread_known)) {
-		cg_thread_known = 1;
-		atomic_fetch_add(&cg_threads_seen, 1);
-	}
 	pthread_t self = pthread_self();
 	if (E.have_owner && !pthread_equal(E.owner, self)) {
-		if (E.n)
+		if (E.mode == CG_DEFER) {
 			cg_count_fallback(CG_WHY_THREADS);
-		cg_flush();
+			cg_resolve(1, 0);
+		}
+		cg_run_end(0);
+		E.expect = NULL;
 	}
-	if (!E.have_owner) {
-		E.owner = self;
-		E.have_owner = 1;
+	E.owner = self;
+	E.have_owner = 1;
+	if (ctx && E.ctx != ctx) {
+		if (E.mode == CG_DEFER || E.run.n) {
+			cg_count_fallback(CG_WHY_DEVICE);
+			cg_resolve(0, 0);
+			cg_run_end(0);
+			E.expect = NULL;
+		}
+		E.ctx = ctx;
 	}
 	if (cg_unlikely(!E.atexit_done)) {
 		E.atexit_done = 1;
-		atexit(cg_atexit);
+		atexit(cg_engine_exit);
 	}
 }
 
-/* Tries to continue (or start) a deferral with op. Returns 1 if deferred. */
-static int cg_try_defer(const struct cg_op *op, uint64_t shape)
+/* Waits for a launched read-back outside the lock, as the eager call would. */
+static int cg_wait_readback(CUevent wait)
 {
-	size_t pos = E.n;
-	if (E.mode == CG_RECORD) {
-		if (pos || !cg_in_window())
-			return 0;
-		if (E.expect && cg_tmpl_can_follow(E.expect, shape, op)) {
-			E.cand[0] = E.expect; /* a chain goes on */
-			E.ncand = 1;
-		} else {
-			E.ncand = cg_tmpl_candidates(shape, op, E.cand, CG_MAX_CAND);
-		}
-		E.expect = NULL;
-		if (!E.ncand)
-			return 0;
-		E.timing = cg_tmpl_wants_timing(E.cand[0]);
-	} else {
-		int w = 0;
-		for (int i = 0; i < E.ncand; i++)
-			if (cg_tmpl_nops(E.cand[i]) > pos && cg_tmpl_op_matches(E.cand[i], pos, shape, op))
-				E.cand[w++] = E.cand[i];
-		if (!w) {
-			if (E.complete) {
-				/* The deferred ops form a whole graph; op
-				 * starts the next segment. */
-				cg_launch_complete();
-				return cg_try_defer(op, shape);
-			}
-			cg_diverge(op);
-			return 0;
-		}
-		E.ncand = w;
-	}
-	if (cg_seg_push(op, shape, 1)) {
-		/* Out of memory: give the deferred work back. */
-		cg_diverge(op);
-		return 0;
-	}
-	E.mode = CG_DEFER;
-	E.complete = NULL;
-	int longer = 0;
-	for (int i = 0; i < E.ncand; i++) {
-		if (cg_tmpl_nops(E.cand[i]) != E.n)
-			longer = 1;
-		else if (!E.complete || cg_tmpl_distance(E.cand[i], E.ops, E.n) <
-						cg_tmpl_distance(E.complete, E.ops, E.n))
-			E.complete = E.cand[i]; /* of equal shapes, the closer values */
-	}
-	if (E.complete && !longer)
-		cg_launch_complete();
-	return 1;
+	return wait ? (int)CG_BK(event_sync, wait) : 0;
 }
 
-int cg_engine_submit(struct cg_op *op)
+int cg_engine_op(struct cg_op *op)
 {
-	/* Driver work from a program without a dynamic runtime: graphs are
-	 * built through one cgraft opens; without it, nothing is held. */
-	if (cg_unlikely(!atomic_load_explicit(&cg_resolved, memory_order_acquire)) && cg_resolve(1)) {
-		op->unrecorded = 1;
-		pthread_mutex_lock(&cg_lock);
-		return CG_EAGER;
+	pthread_mutex_lock(&E.mu);
+	E.seq++;
+	cg_wait_turn();
+	if (!atomic_load_explicit(&cg_engine_on, memory_order_relaxed)) {
+		pthread_mutex_unlock(&E.mu);
+		return CG_PASS;
 	}
-	pthread_mutex_lock(&cg_lock);
-	/* Eager calls are always timed (a clock read is little beside a
-	 * launch), deferred ones for some launches only. */
 	uint64_t t0 = E.mode == CG_RECORD || E.timing ? cg_now_ns() : 0;
-	cg_check_thread();
+	cg_claim(op->ctx);
 	cg_stat_add(ops_total, 1);
-	if (op->stream == cudaStreamPerThread && atomic_load(&cg_threads_seen) > 1) {
-		/* Another thread could not launch this thread's per-thread
-		 * stream's work: never hold it. */
-		cg_count_fallback(CG_WHY_PER_THREAD_STREAM);
-		cg_flush();
-		op->unrecorded = 1;
-		return CG_EAGER;
-	}
-	uint64_t shape = op->shape = cg_op_shape_hash(op);
-	if (cg_try_defer(op, shape)) {
-		if (t0 && E.timing && E.mode == CG_DEFER)
-			E.api_ns += cg_now_ns() - t0;
-		pthread_mutex_unlock(&cg_lock);
+	CUevent wait = NULL;
+	int held = E.mode == CG_DEFER ? cg_defer_more(op, &wait) : 0;
+	if (!held && E.mode == CG_RECORD)
+		held = cg_try_start(op, &wait);
+	if (held) {
+		if (E.timing && t0)
+			E.defer_ns += cg_now_ns() - t0;
+		pthread_mutex_unlock(&E.mu);
+		op->status = cg_wait_readback(wait);
 		return CG_DEFERRED;
 	}
-	E.t_submit = t0;
-	return CG_EAGER; /* cg_engine_submitted() unlocks */
+	op->t0 = t0 ? t0 : cg_now_ns();
+	op->run_id = E.run_id;
+	E.epoch++;
+	pthread_mutex_unlock(&E.mu);
+	return CG_EAGER;
 }
 
-void cg_engine_submitted(struct cg_op *op, int status)
+static void cg_period_cut(void)
 {
-	cg_epoch++;
-	if (op->unrecorded) {
-		pthread_mutex_unlock(&cg_lock);
+	size_t p = 0;
+	switch (cg_period_step(&E.period, &E.run, (size_t)cg_opt.min_ops, (size_t)cg_opt.max_segment_ops, &p)) {
+	case CG_PERIOD_HALVES: {
+		/* Two iterations: learn the first, keep the second; each took
+		 * about half the time. Where short iterations are grouped, the
+		 * first only goes: the groups are learnt. */
+		size_t n = E.run.n, group = cg_period_group(p, (size_t)cg_opt.max_segment_ops);
+		uint64_t half = E.run_ns / 2;
+		E.run.n = p;
+		E.run_ns = half;
+		struct cg_seg second = { 0 };
+		for (size_t i = p; i < n; i++)
+			cg_seg_push(&second, &E.run.ops[i], 0, NULL, NULL);
+		if (group > p)
+			E.run.n = 0;
+		cg_run_end(0);
+		cg_seg_free(&E.run);
+		E.run = second;
+		E.run_ns = half;
+		E.period.known = group;
+		E.period.misses = 0;
+		if (group == p)
+			cg_run_end(0);
+		break;
+	}
+	case CG_PERIOD_KNOWN:
+		/* A period that stops recurring is looked for again. */
+		if (cg_run_end(0))
+			E.period.misses = 0;
+		else if (++E.period.misses >= 2)
+			E.period.known = 0;
+		break;
+	case CG_PERIOD_MAX:
+		E.period.known = 0;
+		cg_run_end(0);
+		break;
+	default:
+		break;
+	}
+}
+
+void cg_engine_op_done(struct cg_op *op, int ok)
+{
+	pthread_mutex_lock(&E.mu);
+	cg_wait_turn();
+	if (op->run_id != E.run_id || !atomic_load(&cg_engine_on)) {
+		pthread_mutex_unlock(&E.mu);
 		return;
 	}
-	if (E.t_submit) {
-		E.api_ns += cg_now_ns() - E.t_submit;
-		E.t_submit = 0;
-	} else {
-		E.api_ok = 0;
+	E.run_ns += cg_now_ns() - op->t0;
+	size_t n = E.run.n;
+	/* A failed call is the program's to see; cgraft keeps nothing of it. */
+	int keep = ok && cg_seg_push(&E.run, op, 0, NULL, NULL) == 0;
+	const struct cg_op *r = keep ? &E.run.ops[n] : NULL;
+	if (r && r->kind == CG_OP_KERNEL && cg_hostmem_hit(r->u.k.params, r->nbytes)) {
+		cg_count_fallback(CG_WHY_HOST_MEMORY);
+		keep = 0;
 	}
-	if (status != cudaSuccess) {
-		/* The program sees its error; cgraft keeps nothing of it. */
-		cg_flush();
-	} else if (cg_seg_push(op, op->shape, 0) == 0) {
-		if (op->kind == CG_OP_HOST)
-			cg_cut(); /* the host may wait for it without calling CUDA */
-		else
-			cg_period_step();
+	if (keep && r->kind == CG_OP_RECORD)
+		cg_evset_add(E.run_evset, &E.run_nev, r->u.ev.event);
+	if (!keep) {
+		E.run.n = n;
+		cg_run_end(0);
+	} else if (r->flags & CG_F_HOST_WAITS) {
+		cg_run_end(1); /* a read-back: the host waits here */
+		E.period.known = 0;
+	} else if (r->kind == CG_OP_HOST) {
+		cg_run_end(0); /* the host may wait for it without calling CUDA */
 	} else {
-		cg_cut();
+		cg_period_cut();
 	}
-	pthread_mutex_unlock(&cg_lock);
+	pthread_mutex_unlock(&E.mu);
 }
 
-/* Calls that only wait for or look at device work, and enqueue none. */
-static int cg_api_pure_sync(enum cg_api api)
+void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why)
 {
-	switch (api) {
-	case CG_API_cudaStreamSynchronize: case CG_API_cudaStreamSynchronize_ptsz:
-	case CG_API_cudaStreamQuery: case CG_API_cudaStreamQuery_ptsz:
-	case CG_API_cudaEventSynchronize: case CG_API_cudaEventQuery:
-	case CG_API_cudaEventElapsedTime: case CG_API_cudaDeviceSynchronize:
-		return 1;
-	default:
-		return 0;
+	pthread_mutex_lock(&E.mu);
+	E.seq++;
+	cg_wait_turn();
+	if (!atomic_load(&cg_engine_on)) {
+		pthread_mutex_unlock(&E.mu);
+		return;
 	}
-}
-
-void cg_engine_boundary(enum cg_api api, enum cg_reason why, int unsupported)
-{
-	pthread_mutex_lock(&cg_lock);
-	cg_check_thread();
-	if (!cg_api_pure_sync(api))
-		cg_epoch++;
-	if (unsupported) {
+	cg_claim(NULL);
+	if (kind != CG_K_SYNC)
+		E.epoch++;
+	const char *name = entry >= 0 && entry < CG_E_COUNT ? cg_entries[entry].name : "call";
+	if (kind == CG_K_BND) {
 		cg_count_fallback(why);
-		cg_debug("%s: not modelled (%s), runs eagerly",
-			 api < CG_API_COUNT ? cg_api_names[api] : "driver call", cg_reason_names[why]);
+		if (entry >= 0 && entry < CG_E_COUNT)
+			cg_stat_add(boundaries[entry], 1);
+		cg_debug("%s: not modelled (%s), held work goes out first", name, cg_reason_names[why]);
+	} else if (E.mode == CG_DEFER || E.run.n) {
+		cg_debug("%s: %s", name, kind == CG_K_SYNC ? "the host may look at device work here" : "a reset");
 	}
-	/* Calls cgraft models as boundaries (synchronisation, blocking
-	 * copies, queries) are where the host waits for the device. */
-	E.host_waits = !unsupported;
-	cg_flush();
-	E.host_waits = 0;
+	cg_resolve(0, 1);
+	cg_run_end(kind == CG_K_SYNC);
 	E.expect = NULL;
-	E.known_period = 0;
-	pthread_mutex_unlock(&cg_lock);
-}
-
-/* ---- the program's switch ---------------------------------------------- */
-CG_EXPORT int cgraft_set_enabled(int on)
-{
-	cg_init();
-	if (!cg_opt.enable || cg_dead)
-		return -1;
-	pthread_mutex_lock(&cg_lock);
-	int was = !atomic_load(&cg_paused);
-	if (was && !on) {
-		/* What is deferred runs now, as if the switch were a sync. */
-		cg_flush();
-		E.expect = NULL;
-		E.known_period = 0;
+	E.period.known = 0;
+	if (kind == CG_K_RESET) {
+		cg_count_fallback(CG_WHY_RESET);
+		cg_kinfo_forget_all();
+		cg_learn_forget();
+		cg_bury(cg_table_take_naming(NULL, NULL, 1));
 	}
-	atomic_store(&cg_paused, !on);
-	if (was != !!on)
-		cg_stand_aside_changed();
-	pthread_mutex_unlock(&cg_lock);
-	return was;
+	pthread_mutex_unlock(&E.mu);
 }
 
-/* ---- specials --------------------------------------------------------- */
-cudaError_t cg_special_cudaStreamBeginCapture(enum cg_api api, int pt, cudaStream_t stream,
-					      enum cudaStreamCaptureMode mode)
+void cg_engine_forget_handle(int entry, CUstream s, CUevent e)
 {
-	(void)pt;
-	if (cg_engine_on)
-		cg_engine_boundary(api, CG_WHY_CAPTURE, 1);
-	cudaError_t rc = CG_CALL(cudaStreamBeginCapture, stream, mode);
-	if (rc == cudaSuccess)
-		cg_capture_begin();
-	return rc;
+	cg_engine_boundary(entry, CG_K_SYNC, CG_WHY_UNSUPPORTED_API);
+	pthread_mutex_lock(&E.mu);
+	cg_wait_turn();
+	cg_bury(cg_table_take_naming(s, e, 0));
+	pthread_mutex_unlock(&E.mu);
 }
 
+/* Held work comes after every event recorded before it: a query of such an
+ * event, or a wait on it, sees what it would see with the work out. One the
+ * run recorded is where the host looks at that run's work: its end. */
+int cg_engine_event_independent(CUevent e)
+{
+	pthread_mutex_lock(&E.mu);
+	int indep = !(E.mode == CG_DEFER && cg_evset_has(E.evset, E.nev, e)) &&
+		    !cg_evset_has(E.run_evset, E.run_nev, e);
+	pthread_mutex_unlock(&E.mu);
+	return indep;
+}
+
+/* ---- the hold timer --------------------------------------------------------------- */
+/* Held work is never left waiting for a call that may not come: the host may
+ * wait for the device without calling CUDA (spinning on memory a kernel
+ * writes, or on a host function). After CGRAFT_MAX_HOLD_US without an entry
+ * into the engine, the timer submits what is held. */
+static void *cg_timer_main(void *arg)
+{
+	(void)arg;
+	pthread_mutex_lock(&E.mu);
+	uint64_t idle_since = cg_now_ns();
+	for (;;) {
+		if (E.timer == 1) {
+			pthread_cond_wait(&E.timer_cv, &E.mu);
+			idle_since = cg_now_ns();
+			continue;
+		}
+		uint64_t seq = E.seq, hold = (uint64_t)cg_opt.max_hold_us * 1000;
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		uint64_t at = (uint64_t)ts.tv_nsec + hold;
+		ts.tv_sec += (time_t)(at / 1000000000ull);
+		ts.tv_nsec = (long)(at % 1000000000ull);
+		pthread_cond_timedwait(&E.timer_cv, &E.mu, &ts);
+		if (E.mode == CG_DEFER && E.held.n && E.seq == seq && !E.submitting) {
+			cg_count_fallback(CG_WHY_HELD_TOO_LONG);
+			cg_resolve(1, 0);
+			idle_since = cg_now_ns();
+		} else if (E.mode != CG_DEFER && cg_now_ns() - idle_since > 100 * hold) {
+			E.timer = 1; /* nothing held for a while: sleep until woken */
+		} else if (E.mode == CG_DEFER) {
+			idle_since = cg_now_ns();
+		}
+	}
+	return NULL;
+}
+
+/* Called as a deferral starts: a timer that sleeps is woken, one that does
+ * not exist is started. */
+static void cg_timer_wake(void)
+{
+	if (cg_likely(E.timer == 2))
+		return;
+	if (E.timer == 0) {
+		pthread_t th;
+		pthread_attr_t a;
+		pthread_attr_init(&a);
+		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+		/* The timer must never be taken for the program's thread. */
+		sigset_t all, old;
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		int rc = pthread_create(&th, &a, cg_timer_main, NULL);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		pthread_attr_destroy(&a);
+		if (rc) {
+			cg_log_capped(CG_LOG_WARN, CG_FAULT_CGRAFT, "cannot start the hold timer: nothing is held");
+			return;
+		}
+	}
+	E.timer = 2;
+	pthread_cond_signal(&E.timer_cv);
+}
+
+/* ---- standing aside ----------------------------------------------------------------- */
 void cg_capture_begin(void)
 {
+	pthread_mutex_lock(&E.mu);
 	if (atomic_fetch_add(&cg_capturing, 1) == 0)
 		cg_stand_aside_changed();
+	pthread_mutex_unlock(&E.mu);
 }
 
 void cg_capture_end(void)
 {
+	pthread_mutex_lock(&E.mu);
 	/* Even a failed end closes the capture. */
 	if (atomic_load(&cg_capturing) > 0 && atomic_fetch_sub(&cg_capturing, 1) == 1)
 		cg_stand_aside_changed();
+	pthread_mutex_unlock(&E.mu);
 }
 
-cudaError_t cg_special_cudaStreamEndCapture(enum cg_api api, int pt, cudaStream_t stream,
-					    cudaGraph_t *pGraph)
+CG_EXPORT int cgraft_set_enabled(int on)
 {
-	(void)api;
-	(void)pt;
-	cudaError_t rc = CG_CALL(cudaStreamEndCapture, stream, pGraph);
-	cg_capture_end();
-	return rc;
+	cg_init();
+	if (!cg_opt.enable || atomic_load(&cg_dead))
+		return -1;
+	pthread_mutex_lock(&E.mu);
+	cg_wait_turn();
+	int was = !atomic_load(&cg_paused);
+	if (was && !on) {
+		/* What is held runs now, as if the switch were a sync. */
+		cg_resolve(0, 0);
+		cg_run_end(0);
+		E.expect = NULL;
+		E.period.known = 0;
+	}
+	atomic_store(&cg_paused, !on);
+	if (was != !!on)
+		cg_stand_aside_changed();
+	pthread_mutex_unlock(&E.mu);
+	return was;
 }
 
-/* A handle the program destroys may come back as another object: graphs
- * that name it go first. */
-static void cg_forget(enum cg_api api, cudaStream_t stream, cudaEvent_t event)
+void cg_engine_exit(void)
 {
-	if (!cg_engine_on)
-		return;
-	cg_engine_boundary(api, CG_WHY_UNSUPPORTED_API, 0);
-	pthread_mutex_lock(&cg_lock);
-	cg_tmpl_forget_handle(stream, event);
-	pthread_mutex_unlock(&cg_lock);
+	pthread_mutex_lock(&E.mu);
+	cg_wait_turn();
+	if (E.mode == CG_DEFER)
+		cg_resolve(0, 0);
+	pthread_mutex_unlock(&E.mu);
 }
 
-cudaError_t cg_special_cudaStreamDestroy(enum cg_api api, int pt, cudaStream_t stream)
+/* The child of fork() inherits the parent's held work, its lock in whatever
+ * state, and no timer: it passes everything through and submits nothing. */
+void cg_engine_forked_child(void)
 {
-	(void)pt;
-	cg_forget(api, stream, NULL);
-	cudaError_t rc = CG_CALL(cudaStreamDestroy, stream);
-	return rc;
-}
-
-cudaError_t cg_special_cudaEventDestroy(enum cg_api api, int pt, cudaEvent_t event)
-{
-	(void)pt;
-	cg_forget(api, NULL, event);
-	cudaError_t rc = CG_CALL(cudaEventDestroy, event);
-	return rc;
-}
-
-/* Whether an event is past, for what cgraft holds back: not recorded by an
- * op of the current segment, and complete. Then a query or a wait on it
- * sees what it would see eagerly (the held-back work comes after it in
- * every stream), and the segment goes on. Otherwise the host may wait for
- * held-back work, so the segment ends first; this is asked before anything
- * can block, so a program that waits for work cgraft holds never hangs. */
-static int cg_event_past(cudaEvent_t e)
-{
-	pthread_mutex_lock(&cg_lock);
-	int inside = 0;
-	for (size_t i = 0; i < E.n && !inside; i++)
-		inside = E.ops[i].kind == CG_OP_RECORD && E.ops[i].u.ev.event == e;
-	pthread_mutex_unlock(&cg_lock);
-	if (inside)
-		return 0;
-	cudaError_t rc = CG_CALL(cudaEventQuery, e);
-	return rc == cudaSuccess;
-}
-
-/* Ends the segment before a call that looks at events, unless they are past. */
-static void cg_events_looked_at(enum cg_api api, cudaEvent_t e1, cudaEvent_t e2)
-{
-	if (cg_engine_on && !(cg_event_past(e1) && (!e2 || cg_event_past(e2))))
-		cg_engine_boundary(api, CG_WHY_UNSUPPORTED_API, 0);
-}
-
-cudaError_t cg_special_cudaEventQuery(enum cg_api api, int pt, cudaEvent_t event)
-{
-	(void)pt;
-	cg_events_looked_at(api, event, NULL);
-	return CG_CALL(cudaEventQuery, event);
-}
-
-cudaError_t cg_special_cudaEventSynchronize(enum cg_api api, int pt, cudaEvent_t event)
-{
-	(void)pt;
-	cg_events_looked_at(api, event, NULL);
-	return CG_CALL(cudaEventSynchronize, event);
-}
-
-cudaError_t cg_special_cudaEventElapsedTime(enum cg_api api, int pt, float *ms, cudaEvent_t start,
-					    cudaEvent_t end)
-{
-	(void)pt;
-	cg_events_looked_at(api, start, end);
-	return CG_CALL(cudaEventElapsedTime, ms, start, end);
-}
-
-cudaError_t cg_special_cudaSetDevice(enum cg_api api, int pt, int device)
-{
-	(void)pt;
-	/* Setting the current device again changes nothing. */
-	int cur;
-	if (cg_engine_on && !(cg_real.cudaGetDevice && cg_real.cudaGetDevice(&cur) == cudaSuccess && cur == device))
-		cg_engine_boundary(api, CG_WHY_DEVICE, 0);
-	cudaError_t rc = CG_CALL(cudaSetDevice, device);
-	return rc;
+	pthread_mutex_init(&E.mu, NULL);
+	pthread_cond_init(&E.turn_cv, NULL);
+	pthread_cond_init(&E.timer_cv, NULL);
+	E.submitting = 0;
+	E.timer = 0;
+	E.mode = CG_RECORD;
+	E.held.n = 0;
+	E.run.n = 0;
+	atomic_store(&cg_dead, 1);
+	atomic_store(&cg_engine_on, 0);
 }

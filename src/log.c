@@ -4,13 +4,15 @@
 #include <stdio.h>
 #include <unistd.h>
 
-#include "cgraft_i.h"
+#include "log.h"
+
+int cg_log_level = CG_LOG_WARN;
 
 void cg_log(enum cg_level level, enum cg_fault fault, const char *fmt, ...)
 {
 	static const char *const lv[] = { "error", "warning", "info", "debug" };
 	static const char *const who[] = { "", " (program)", " (cgraft bug)", " (driver)" };
-	if ((int)level > cg_opt.log_level)
+	if ((int)level > cg_log_level)
 		return;
 	char line[1024];
 	int n = snprintf(line, sizeof line, "cgraft: %s%s: ", lv[level], who[fault]);

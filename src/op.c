@@ -1,313 +1,210 @@
-/* Normalising intercepted calls into ops: stream handles made explicit, kernel
- * parameter layout, copy kinds resolved; and submitting an op again eagerly. */
+/* Normalising intercepted calls into ops (stream handles made explicit, copy
+ * sides and kinds resolved, sync semantics as flags), their shapes and
+ * values, and the eager submission of a held op through the driver. */
 #include <errno.h>
-#include <pthread.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "cgraft_i.h"
+#include "backend.h"
+#include "op.h"
 
-/* ---- kernel parameter layout ----------------------------------------- */
-#define CG_KINFO_SLOTS 4096 /* power of two; open addressing */
-static struct cg_kinfo *cg_kinfo_tab[CG_KINFO_SLOTS];
-static pthread_mutex_t cg_kinfo_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Pageable sources above this size stay eager: the snapshot is a host copy. */
+#define CG_SNAPSHOT_MAX (1u << 20)
 
-static size_t cg_ptr_slot(const void *p)
-{
-	uint64_t h = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull;
-	return (size_t)(h >> 52) & (CG_KINFO_SLOTS - 1);
-}
-
-/* NCCL kernels carry host-side proxy work that must meet them in time: they
- * are never deferred. Every NCCL device kernel is named nccl* (ncclKernel_*,
- * ncclDevKernel_*), so the name tells reliably. */
-static int cg_is_nccl_name(const char *name)
-{
-	return name && !strncmp(name, "nccl", 4);
-}
-
-static struct cg_kinfo *cg_kinfo_new(const void *func, const uint32_t *sizes, uint32_t n)
-{
-	struct cg_kinfo *ki = calloc(1, sizeof *ki + n * sizeof(uint32_t));
-	if (!ki)
-		return NULL;
-	ki->func = func;
-	ki->nparams = n;
-	ki->size = (uint32_t *)(ki + 1);
-	for (uint32_t i = 0; i < n; i++) {
-		ki->size[i] = sizes[i];
-		ki->total += sizes[i];
-	}
-	return ki;
-}
-
-/* Asks the runtime for each parameter's size until it says there is none.
- * A failed query sets the runtime's sticky last error, which the program may
- * read (PyTorch does after every launch): learn only when none is pending,
- * and clear what the probe left. */
-static struct cg_kinfo *cg_kinfo_learn_runtime(const void *func)
-{
-	if (!cg_real.cudaFuncGetParamInfo || !cg_real.cudaPeekAtLastError || !cg_real.cudaGetLastError)
-		return NULL;
-	cg_busy++;
-	struct cg_kinfo *ki = NULL;
-	if (cg_real.cudaPeekAtLastError() != cudaSuccess)
-		goto out;
-	uint32_t sizes[CG_MAX_PARAMS];
-	uint32_t n = 0;
-	for (;; n++) {
-		size_t off, size;
-		if (n == CG_MAX_PARAMS)
-			goto out_clear;
-		if (cg_real.cudaFuncGetParamInfo(func, n, &off, &size) != cudaSuccess)
-			break;
-		sizes[n] = (uint32_t)size;
-	}
-	ki = cg_kinfo_new(func, sizes, n);
-	if (ki) {
-		const char *name = NULL;
-		if (cg_real.cudaFuncGetName && cg_real.cudaFuncGetName(&name, func) == cudaSuccess) {
-			snprintf(ki->name, sizeof ki->name, "%s", name ? name : "");
-			ki->nccl = (uint8_t)cg_is_nccl_name(name);
-		}
-	}
-out_clear:
-	cg_real.cudaGetLastError();
-out:
-	cg_busy--;
-	return ki;
-}
-
-/* A driver handle is a CUfunction or, since CUDA 12, a CUkernel: ask as one,
- * then as the other. The driver keeps no sticky error. */
-static struct cg_kinfo *cg_kinfo_learn_driver(const void *func)
-{
-	if (cg_drv_resolve_internal())
-		return NULL;
-	uint32_t sizes[CG_MAX_PARAMS] = { 0 };
-	size_t off, size;
-	uint8_t handle = CG_K_FUNCTION;
-	cg_busy++;
-	CUresult rc = cg_drv.cuFuncGetParamInfo((CUfunction)func, 0, &off, &size);
-	if (rc != CUDA_SUCCESS && cg_drv.cuKernelGetParamInfo &&
-	    cg_drv.cuKernelGetParamInfo((CUkernel)func, 0, &off, &size) == CUDA_SUCCESS) {
-		handle = CG_K_KERNEL;
-		rc = CUDA_SUCCESS;
-	}
-	uint32_t n = 0;
-	struct cg_kinfo *ki = NULL;
-	if (rc == CUDA_SUCCESS) {
-		for (;; n++) {
-			if (n == CG_MAX_PARAMS)
-				goto out;
-			rc = handle == CG_K_KERNEL
-				     ? cg_drv.cuKernelGetParamInfo((CUkernel)func, n, &off, &size)
-				     : cg_drv.cuFuncGetParamInfo((CUfunction)func, n, &off, &size);
-			if (rc != CUDA_SUCCESS)
-				break;
-			sizes[n] = (uint32_t)size;
-		}
-	} else if (rc != CUDA_ERROR_INVALID_VALUE) {
-		goto out; /* not a handle the driver knows: leave it eager */
-	}
-	ki = cg_kinfo_new(func, sizes, n);
-	if (ki) {
-		ki->handle = handle;
-		const char *name = NULL;
-		if (handle == CG_K_FUNCTION && cg_drv.cuFuncGetName &&
-		    cg_drv.cuFuncGetName(&name, (CUfunction)func) == CUDA_SUCCESS) {
-			snprintf(ki->name, sizeof ki->name, "%s", name ? name : "");
-			ki->nccl = (uint8_t)cg_is_nccl_name(name);
-		}
-	}
-out:
-	cg_busy--;
-	return ki;
-}
-
-const struct cg_kinfo *cg_kinfo_get(const void *func, int drv)
-{
-	size_t i = cg_ptr_slot(func);
-	/* Entries are never removed: a lock-free read finds a published one. */
-	for (size_t probe = 0; probe < CG_KINFO_SLOTS; probe++, i = (i + 1) & (CG_KINFO_SLOTS - 1)) {
-		struct cg_kinfo *ki = __atomic_load_n(&cg_kinfo_tab[i], __ATOMIC_ACQUIRE);
-		if (!ki)
-			break;
-		if (ki->func == func)
-			return ki;
-	}
-	pthread_mutex_lock(&cg_kinfo_lock);
-	i = cg_ptr_slot(func);
-	size_t probe;
-	for (probe = 0; probe < CG_KINFO_SLOTS; probe++, i = (i + 1) & (CG_KINFO_SLOTS - 1)) {
-		if (!cg_kinfo_tab[i] || cg_kinfo_tab[i]->func == func)
-			break;
-	}
-	struct cg_kinfo *ki = probe < CG_KINFO_SLOTS ? cg_kinfo_tab[i] : NULL;
-	if (!ki && probe < CG_KINFO_SLOTS) {
-		ki = drv ? cg_kinfo_learn_driver(func) : cg_kinfo_learn_runtime(func);
-		if (ki)
-			__atomic_store_n(&cg_kinfo_tab[i], ki, __ATOMIC_RELEASE);
-	}
-	pthread_mutex_unlock(&cg_kinfo_lock);
-	return ki;
-}
-
-/* ---- normalisers ------------------------------------------------------ */
-static cudaStream_t cg_stream_explicit(cudaStream_t s, int pt)
+static CUstream cg_stream_explicit(CUstream s, int pt)
 {
 	if (s)
 		return s;
-	return pt ? cudaStreamPerThread : cudaStreamLegacy;
+	return pt ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
 }
 
-static void cg_op_init(struct cg_op *op, enum cg_op_kind kind, int pt, cudaStream_t s)
+static void cg_op_init(struct cg_op *op, enum cg_op_kind kind, int pt, CUstream s)
 {
 	op->kind = (uint8_t)kind;
-	op->api_pt = (uint8_t)pt;
-	op->unrecorded = 0;
+	op->flags = 0;
 	op->nbytes = 0;
 	op->stream = cg_stream_explicit(s, pt);
 }
 
-/* A kernel launch through either face: the layout is learnt from the
- * runtime for runtime handles and from the driver for driver ones. */
-static int cg_op_kernel(struct cg_op *op, int pt, enum cg_reason *why, const void *func, int drv,
-			dim3 grid, dim3 block, size_t shmem, cudaStream_t s, void **args)
+/* ---- kernels ------------------------------------------------------------ */
+/* Launch attributes a kernel node carries. Programmatic stream serialization
+ * only lets a kernel start before its predecessor ends; a node waits for it
+ * fully, which orders more, never less. */
+static int cg_attr_ok(const CUlaunchAttribute *a)
+{
+	switch (a->id) {
+	case CU_LAUNCH_ATTRIBUTE_IGNORE:
+	case CU_LAUNCH_ATTRIBUTE_ACCESS_POLICY_WINDOW:
+	case CU_LAUNCH_ATTRIBUTE_COOPERATIVE:
+	case CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION:
+	case CU_LAUNCH_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE:
+	case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION:
+	case CU_LAUNCH_ATTRIBUTE_PRIORITY:
+	case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
+	case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
+		return 1;
+	default:
+		return 0;
+	}
+}
+
+static const CUlaunchAttribute cg_coop_attr = {
+	.id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE, .value = { .cooperative = 1 },
+};
+
+static int cg_op_kernel(struct cg_op *op, int pt, enum cg_reason *why, const void *key, enum cg_kkey how,
+			const unsigned grid[3], const unsigned block[3], unsigned shmem, CUstream s,
+			void **args, const CUlaunchAttribute *attr, unsigned nattr)
 {
 	cg_op_init(op, CG_OP_KERNEL, pt, s);
-	op->u.k.func = func;
-	op->u.k.grid = grid;
-	op->u.k.block = block;
+	memcpy(op->u.k.grid, grid, sizeof op->u.k.grid);
+	memcpy(op->u.k.block, block, sizeof op->u.k.block);
 	op->u.k.shmem = shmem;
 	op->u.k.args = args;
 	op->u.k.extra = NULL;
 	op->u.k.params = NULL;
-	op->u.k.drv = (uint8_t)drv;
-	op->u.k.packed = 0;
-	op->u.k.ki = cg_kinfo_get(func, drv);
-	if (!op->u.k.ki) {
-		*why = CG_WHY_PARAM_INFO;
-		return -ENOENT;
-	}
-	if (op->u.k.ki->nccl) {
-		*why = CG_WHY_NCCL;
-		return -ENOTSUP;
-	}
-	op->nbytes = op->u.k.ki->total;
-	return 0;
-}
-
-int cg_op_from_cudaLaunchKernel(struct cg_op *op, int pt, enum cg_reason *why, const void *func,
-				dim3 grid, dim3 block, void **args, size_t shmem, cudaStream_t s)
-{
-	return cg_op_kernel(op, pt, why, func, 0, grid, block, shmem, s, args);
-}
-
-/* A driver launch: parameters as pointers, or one packed buffer in extra. */
-int cg_op_from_drv_cuLaunchKernel(struct cg_op *op, int pt, enum cg_reason *why, CUfunction f,
-				  unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
-				  unsigned bz, unsigned shmem, CUstream s, void **params, void **extra)
-{
-	int rc = cg_op_kernel(op, pt, why, f, 1, (dim3){ gx, gy, gz }, (dim3){ bx, by, bz }, shmem,
-			      (cudaStream_t)s, params);
-	if (rc)
-		return rc;
-	if (!params && extra) {
-		const void *buf = NULL;
-		size_t size = 0;
-		for (void **e = extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
-			if (e[0] == CU_LAUNCH_PARAM_BUFFER_POINTER)
-				buf = e[1];
-			else if (e[0] == CU_LAUNCH_PARAM_BUFFER_SIZE)
-				size = *(const size_t *)e[1];
-			else
-				return -ENOTSUP;
-		}
-		if (!buf || size > 65536)
-			return -ENOTSUP;
-		op->u.k.extra = buf;
-		op->u.k.packed = 1;
-		op->nbytes = (uint32_t)size;
-	}
-	return 0;
-}
-
-int cg_op_from_drv_cuLaunchKernelEx(struct cg_op *op, int pt, enum cg_reason *why,
-				    const CUlaunchConfig *c, CUfunction f, void **params, void **extra)
-{
-	if (!c)
-		return -EINVAL;
-	if (c->numAttrs) {
+	op->u.k.attr = attr;
+	op->u.k.nattr = nattr;
+	if (nattr > CG_MAX_ATTRS || (nattr && !attr)) {
 		*why = CG_WHY_LAUNCH_ATTRIBUTE;
 		return -ENOTSUP;
 	}
-	return cg_op_from_drv_cuLaunchKernel(op, pt, why, f, c->gridDimX, c->gridDimY, c->gridDimZ,
-					     c->blockDimX, c->blockDimY, c->blockDimZ,
-					     c->sharedMemBytes, c->hStream, params, extra);
+	for (unsigned i = 0; i < nattr; i++)
+		if (!cg_attr_ok(&attr[i])) {
+			*why = CG_WHY_LAUNCH_ATTRIBUTE;
+			return -ENOTSUP;
+		}
+	const struct cg_kinfo *ki = op->u.k.ki = key ? cg_kinfo_get(key, how) : NULL;
+	if (!ki) {
+		*why = CG_WHY_PARAM_INFO;
+		return -ENOENT;
+	}
+	if (ki->nccl) {
+		*why = CG_WHY_NCCL;
+		return -ENOTSUP;
+	}
+	op->nbytes = ki->total;
+	return 0;
 }
 
-int cg_op_from_drv_cuMemcpyAsync(struct cg_op *op, int pt, enum cg_reason *why, CUdeviceptr dst,
-				  CUdeviceptr src, size_t n, CUstream s)
+/* A runtime launch gives its parameters as pointers; without them the real
+ * call fails, and cgraft lets it. */
+static int cg_op_rt_kernel(struct cg_op *op, int pt, enum cg_reason *why, const void *key, enum cg_kkey how,
+			   dim3 grid, dim3 block, size_t shmem, cudaStream_t s, void **args,
+			   const CUlaunchAttribute *attr, unsigned nattr)
 {
-	return cg_op_from_cudaMemcpyAsync(op, pt, why, (void *)dst, (const void *)src, n,
-					  cudaMemcpyDefault, (cudaStream_t)s);
+	const unsigned g[3] = { grid.x, grid.y, grid.z }, b[3] = { block.x, block.y, block.z };
+	int rc = cg_op_kernel(op, pt, why, key, how, g, b, (unsigned)shmem, (CUstream)s, args, attr, nattr);
+	if (!rc && op->u.k.ki->nparams && !args) {
+		*why = CG_WHY_PARAM_INFO;
+		return -EINVAL;
+	}
+	return rc;
 }
 
-int cg_op_from_drv_cuMemcpyHtoDAsync_v2(struct cg_op *op, int pt, enum cg_reason *why,
-					 CUdeviceptr dst, const void *src, size_t n, CUstream s)
+int cg_op_from_rt_launch_handle(struct cg_op *op, int pt, enum cg_reason *why, cudaKernel_t kernel,
+				dim3 grid, dim3 block, void **args, size_t shmem, cudaStream_t s)
 {
-	return cg_op_from_cudaMemcpyAsync(op, pt, why, (void *)dst, src, n, cudaMemcpyHostToDevice,
-					  (cudaStream_t)s);
+	return cg_op_rt_kernel(op, pt, why, kernel, CG_KEY_KERNEL, grid, block, shmem, s, args, NULL, 0);
 }
 
-int cg_op_from_drv_cuMemcpyDtoHAsync_v2(struct cg_op *op, int pt, enum cg_reason *why, void *dst,
-					 CUdeviceptr src, size_t n, CUstream s)
+int cg_op_from_rt_launch(struct cg_op *op, int pt, enum cg_reason *why, const void *func, dim3 grid,
+			 dim3 block, void **args, size_t shmem, cudaStream_t s)
 {
-	return cg_op_from_cudaMemcpyAsync(op, pt, why, dst, (const void *)src, n, cudaMemcpyDeviceToHost,
-					  (cudaStream_t)s);
+	return cg_op_rt_kernel(op, pt, why, func, CG_KEY_STUB, grid, block, shmem, s, args, NULL, 0);
 }
 
-int cg_op_from_drv_cuMemcpyDtoDAsync_v2(struct cg_op *op, int pt, enum cg_reason *why,
-					 CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+int cg_op_from_rt_launch_coop(struct cg_op *op, int pt, enum cg_reason *why, const void *func, dim3 grid,
+			      dim3 block, void **args, size_t shmem, cudaStream_t s)
 {
-	return cg_op_from_cudaMemcpyAsync(op, pt, why, (void *)dst, (const void *)src, n,
-					  cudaMemcpyDeviceToDevice, (cudaStream_t)s);
+	return cg_op_rt_kernel(op, pt, why, func, CG_KEY_STUB, grid, block, shmem, s, args, &cg_coop_attr, 1);
 }
 
-int cg_op_from_drv_cuMemsetD8Async(struct cg_op *op, int pt, enum cg_reason *why, CUdeviceptr dst,
-				   unsigned char v, size_t n, CUstream s)
+/* cudaLaunchAttribute and CUlaunchAttribute share their layout. */
+_Static_assert(sizeof(cudaLaunchAttribute) == sizeof(CUlaunchAttribute), "launch attribute layouts");
+
+int cg_op_from_rt_launch_ex(struct cg_op *op, int pt, enum cg_reason *why, const cudaLaunchConfig_t *c,
+			    const void *func, void **args)
 {
-	return cg_op_from_cudaMemsetAsync(op, pt, why, (void *)dst, v, n, (cudaStream_t)s);
+	if (!c)
+		return -EINVAL;
+	return cg_op_rt_kernel(op, pt, why, func, CG_KEY_STUB, c->gridDim, c->blockDim, c->dynamicSmemBytes,
+			       c->stream, args, (const CUlaunchAttribute *)(const void *)c->attrs, c->numAttrs);
 }
 
-int cg_op_from_drv_cuEventRecord(struct cg_op *op, int pt, enum cg_reason *why, CUevent e, CUstream s)
+/* A driver launch: parameters as pointers, or one packed buffer in extra. */
+static int cg_op_packed(struct cg_op *op, enum cg_reason *why, void **params, void **extra)
 {
-	return cg_op_from_cudaEventRecord(op, pt, why, (cudaEvent_t)e, (cudaStream_t)s);
+	if (params || !extra)
+		return 0;
+	const void *buf = NULL;
+	size_t size = 0;
+	int have_size = 0;
+	for (void **e = extra; *e != CU_LAUNCH_PARAM_END; e += 2) {
+		if (e[0] == CU_LAUNCH_PARAM_BUFFER_POINTER) {
+			buf = e[1];
+		} else if (e[0] == CU_LAUNCH_PARAM_BUFFER_SIZE) {
+			size = *(const size_t *)e[1];
+			have_size = 1;
+		} else {
+			*why = CG_WHY_PARAM_INFO;
+			return -ENOTSUP;
+		}
+	}
+	if (!buf || !have_size || size > 65536 || size < op->nbytes) {
+		*why = CG_WHY_PARAM_INFO;
+		return -ENOTSUP;
+	}
+	op->u.k.extra = buf;
+	op->flags |= CG_F_PACKED;
+	op->nbytes = (uint32_t)size;
+	return 0;
 }
 
-int cg_op_from_drv_cuEventRecordWithFlags(struct cg_op *op, int pt, enum cg_reason *why, CUevent e,
-					  CUstream s, unsigned int flags)
+static int cg_op_drv_kernel(struct cg_op *op, int pt, enum cg_reason *why, CUfunction f, const unsigned g[3],
+			    const unsigned b[3], unsigned shmem, CUstream s, void **params, void **extra,
+			    const CUlaunchAttribute *attr, unsigned nattr)
 {
-	return cg_op_from_cudaEventRecordWithFlags(op, pt, why, (cudaEvent_t)e, (cudaStream_t)s, flags);
+	int rc = cg_op_kernel(op, pt, why, f, CG_KEY_DRIVER, g, b, shmem, s, params, attr, nattr);
+	if (rc)
+		return rc;
+	if (!params && !extra && op->u.k.ki->nparams) {
+		*why = CG_WHY_PARAM_INFO;
+		return -EINVAL;
+	}
+	return cg_op_packed(op, why, params, extra);
 }
 
-int cg_op_from_drv_cuStreamWaitEvent(struct cg_op *op, int pt, enum cg_reason *why, CUstream s,
-				     CUevent e, unsigned int flags)
+int cg_op_from_cuLaunchKernel(struct cg_op *op, int pt, enum cg_reason *why, CUfunction f, unsigned gx,
+			      unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+			      CUstream s, void **params, void **extra)
 {
-	return cg_op_from_cudaStreamWaitEvent(op, pt, why, (cudaStream_t)s, (cudaEvent_t)e, flags);
+	const unsigned g[3] = { gx, gy, gz }, b[3] = { bx, by, bz };
+	return cg_op_drv_kernel(op, pt, why, f, g, b, shmem, s, params, extra, NULL, 0);
 }
 
-int cg_op_from_drv_cuLaunchHostFunc(struct cg_op *op, int pt, enum cg_reason *why, CUstream s,
-				    CUhostFn fn, void *data)
+int cg_op_from_cuLaunchCooperativeKernel(struct cg_op *op, int pt, enum cg_reason *why, CUfunction f,
+					 unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+					 unsigned bz, unsigned shmem, CUstream s, void **params)
 {
-	return cg_op_from_cudaLaunchHostFunc(op, pt, why, (cudaStream_t)s, fn, data);
+	const unsigned g[3] = { gx, gy, gz }, b[3] = { bx, by, bz };
+	return cg_op_drv_kernel(op, pt, why, f, g, b, shmem, s, params, NULL, &cg_coop_attr, 1);
+}
+
+int cg_op_from_cuLaunchKernelEx(struct cg_op *op, int pt, enum cg_reason *why, const CUlaunchConfig *c,
+				CUfunction f, void **params, void **extra)
+{
+	if (!c)
+		return -EINVAL;
+	const unsigned g[3] = { c->gridDimX, c->gridDimY, c->gridDimZ };
+	const unsigned b[3] = { c->blockDimX, c->blockDimY, c->blockDimZ };
+	return cg_op_drv_kernel(op, pt, why, f, g, b, c->sharedMemBytes, c->hStream, params, extra, c->attrs,
+				c->numAttrs);
 }
 
 void cg_kernel_args(const struct cg_op *op, void **argv, void **extra, size_t *extra_size)
 {
-	if (op->u.k.packed) {
+	if (op->flags & CG_F_PACKED) {
 		*extra_size = op->nbytes;
 		extra[0] = CU_LAUNCH_PARAM_BUFFER_POINTER;
 		extra[1] = (void *)op->u.k.params;
@@ -323,205 +220,607 @@ void cg_kernel_args(const struct cg_op *op, void **argv, void **extra, size_t *e
 	}
 }
 
-int cg_op_from_cudaLaunchKernelExC(struct cg_op *op, int pt, enum cg_reason *why,
-				   const cudaLaunchConfig_t *config, const void *func, void **args)
-{
-	if (!config)
-		return -EINVAL;
-	if (config->numAttrs) {
-		*why = CG_WHY_LAUNCH_ATTRIBUTE;
-		return -ENOTSUP;
-	}
-	return cg_op_from_cudaLaunchKernel(op, pt, why, func, config->gridDim, config->blockDim, args,
-					   config->dynamicSmemBytes, config->stream);
-}
+/* ---- copies --------------------------------------------------------------- */
+enum cg_mem { CG_MEM_DEVICE, CG_MEM_HOST, CG_MEM_PAGEABLE, CG_MEM_OTHER };
 
-enum cg_mem { CG_MEM_DEVICE, CG_MEM_PINNED, CG_MEM_PAGEABLE, CG_MEM_UNKNOWN };
-
+/* Where an address lives, as the copy engine sees it: device memory of the
+ * current context's device, host memory CUDA knows (pinned, registered), or
+ * pageable memory. Managed memory and other devices' memory stay eager. */
 static enum cg_mem cg_mem_type(const void *p)
 {
-	struct cudaPointerAttributes a;
-	if (!cg_real.cudaPointerGetAttributes)
-		return CG_MEM_UNKNOWN;
-	cg_busy++;
-	cudaError_t rc = cg_real.cudaPointerGetAttributes(&a, p);
-	if (rc != cudaSuccess)
-		cg_real.cudaGetLastError();
-	cg_busy--;
-	if (rc != cudaSuccess)
-		return CG_MEM_UNKNOWN;
-	switch (a.type) {
-	case cudaMemoryTypeDevice: return CG_MEM_DEVICE;
-	case cudaMemoryTypeHost: return CG_MEM_PINNED;
-	case cudaMemoryTypeUnregistered: return CG_MEM_PAGEABLE;
-	default: return CG_MEM_UNKNOWN; /* managed memory: leave it eager */
+	CUpointer_attribute at[3] = { CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+				      CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL };
+	unsigned type = 0, managed = 0;
+	int ord = -1;
+	void *data[3] = { &type, &managed, &ord };
+	if (!p || CG_BK(pointer_attrs, 3, at, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
+		return CG_MEM_OTHER;
+	if (managed)
+		return CG_MEM_OTHER;
+	switch (type) {
+	case 0:
+		return CG_MEM_PAGEABLE;
+	case CU_MEMORYTYPE_HOST:
+		return CG_MEM_HOST;
+	case CU_MEMORYTYPE_DEVICE: {
+		CUdevice dev;
+		if (ord >= 0 && CG_BK(ctx_get_device, &dev) == CUDA_SUCCESS && dev != ord)
+			return CG_MEM_OTHER;
+		return CG_MEM_DEVICE;
+	}
+	default:
+		return CG_MEM_OTHER;
 	}
 }
 
-/* Pageable sources above this size stay eager: the snapshot is a host copy. */
-#define CG_SNAPSHOT_MAX (1u << 20)
+/* A linear copy, whatever call it came from. sync: the blocking form of the
+ * call, whose host synchronisation the op keeps (CUDA's "API synchronization
+ * behavior": a copy from or to host memory returns once it is done, a
+ * device-to-device one does not wait). */
+struct cg_copy {
+	void *dst;
+	const void *src;
+	size_t dpitch, spitch, dheight, sheight, width, height, depth;
+	enum cudaMemcpyKind kind;
+	int sync;
+};
 
-int cg_op_from_cudaMemcpyAsync(struct cg_op *op, int pt, enum cg_reason *why, void *dst,
-			       const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t s)
+static int cg_op_copy(struct cg_op *op, int pt, enum cg_reason *why, const struct cg_copy *c, CUstream s)
 {
-	cg_op_init(op, CG_OP_MEMCPY, pt, s);
-	op->u.cp.dst = dst;
-	op->u.cp.src = src;
-	op->u.cp.count = count;
-	op->u.cp.src_pageable = 0;
+	cg_op_init(op, CG_OP_COPY, pt, s);
 	*why = CG_WHY_MEMCPY_KIND;
-	if (count == 0)
+	if (!c->width || !c->height || !c->depth || !c->dst || !c->src)
 		return -EINVAL;
-	enum cg_mem ms = cg_mem_type(src), md = cg_mem_type(dst);
-	if (ms == CG_MEM_UNKNOWN || md == CG_MEM_UNKNOWN)
+	if (c->dpitch < c->width || c->spitch < c->width || (c->depth > 1 && (c->dheight < c->height ||
+									     c->sheight < c->height)))
+		return -EINVAL;
+	enum cg_mem ms = cg_mem_type(c->src), md = cg_mem_type(c->dst);
+	if (ms == CG_MEM_OTHER || md == CG_MEM_OTHER)
 		return -ENOTSUP;
 	int src_host = ms != CG_MEM_DEVICE, dst_host = md != CG_MEM_DEVICE;
 	enum cudaMemcpyKind k = src_host ? (dst_host ? cudaMemcpyHostToHost : cudaMemcpyHostToDevice)
 					 : (dst_host ? cudaMemcpyDeviceToHost : cudaMemcpyDeviceToDevice);
-	if (kind != cudaMemcpyDefault && kind != k)
-		return -ENOTSUP; /* let the runtime judge a kind that disagrees */
-	/* Into pageable memory the copy is host-synchronous: a segment end. */
-	if (k == cudaMemcpyHostToHost || md == CG_MEM_PAGEABLE)
+	if (c->kind != cudaMemcpyDefault && c->kind != k)
+		return -ENOTSUP; /* the runtime judges a kind that disagrees */
+	if (k == cudaMemcpyHostToHost)
 		return -ENOTSUP;
+	op->u.cp.dst = c->dst;
+	op->u.cp.src = c->src;
+	op->u.cp.dpitch = c->dpitch;
+	op->u.cp.spitch = c->spitch;
+	op->u.cp.dheight = c->depth > 1 ? c->dheight : c->height;
+	op->u.cp.sheight = c->depth > 1 ? c->sheight : c->height;
+	op->u.cp.width = c->width;
+	op->u.cp.height = c->height;
+	op->u.cp.depth = c->depth;
+	op->u.cp.dst_host = (uint8_t)dst_host;
+	op->u.cp.src_host = (uint8_t)src_host;
+	/* Into pageable memory a copy is host-synchronous even when async. */
+	if (md == CG_MEM_PAGEABLE)
+		op->flags |= CG_F_DST_PAGEABLE | CG_F_HOST_WAITS;
+	if (c->sync && k != cudaMemcpyDeviceToDevice)
+		op->flags |= CG_F_HOST_WAITS;
 	if (ms == CG_MEM_PAGEABLE) {
-		if (count > CG_SNAPSHOT_MAX)
+		op->flags |= CG_F_SRC_PAGEABLE;
+		/* Held, a pageable source is read at the call: a snapshot. A
+		 * call the host waits in is the last of its segment, so the
+		 * graph may read the buffer itself; held longer, it may not. */
+		if (!(op->flags & CG_F_HOST_WAITS) && c->width * c->height * c->depth > CG_SNAPSHOT_MAX)
 			return -ENOTSUP;
-		op->u.cp.src_pageable = 1;
 	}
-	op->u.cp.kind = k;
 	return 0;
 }
 
-int cg_op_from_cudaMemsetAsync(struct cg_op *op, int pt, enum cg_reason *why, void *dst, int value,
-			       size_t count, cudaStream_t s)
+static int cg_copy1d(struct cg_op *op, int pt, enum cg_reason *why, void *dst, const void *src, size_t n,
+		     enum cudaMemcpyKind kind, CUstream s, int sync)
 {
-	(void)why;
-	cg_op_init(op, CG_OP_MEMSET, pt, s);
-	op->u.ms.dst = dst;
-	op->u.ms.value = value;
-	op->u.ms.count = count;
-	return count ? 0 : -EINVAL;
+	const struct cg_copy c = { dst, src, n, n, 1, 1, n, 1, 1, kind, sync };
+	return cg_op_copy(op, pt, why, &c, s);
 }
 
-int cg_op_from_cudaEventRecord(struct cg_op *op, int pt, enum cg_reason *why, cudaEvent_t event,
+static int cg_copy2d(struct cg_op *op, int pt, enum cg_reason *why, void *dst, size_t dpitch, const void *src,
+		     size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind, CUstream s, int sync)
+{
+	const struct cg_copy c = { dst, src, dpitch, spitch, height, height, width, height, 1, kind, sync };
+	return cg_op_copy(op, pt, why, &c, s);
+}
+
+int cg_op_from_rt_memcpy_async(struct cg_op *op, int pt, enum cg_reason *why, void *dst, const void *src,
+			       size_t n, enum cudaMemcpyKind kind, cudaStream_t s)
+{
+	return cg_copy1d(op, pt, why, dst, src, n, kind, (CUstream)s, 0);
+}
+
+int cg_op_from_rt_memcpy(struct cg_op *op, int pt, enum cg_reason *why, void *dst, const void *src, size_t n,
+			 enum cudaMemcpyKind kind)
+{
+	return cg_copy1d(op, pt, why, dst, src, n, kind, NULL, 1);
+}
+
+int cg_op_from_rt_memcpy2d_async(struct cg_op *op, int pt, enum cg_reason *why, void *dst, size_t dpitch,
+				 const void *src, size_t spitch, size_t width, size_t height,
+				 enum cudaMemcpyKind kind, cudaStream_t s)
+{
+	return cg_copy2d(op, pt, why, dst, dpitch, src, spitch, width, height, kind, (CUstream)s, 0);
+}
+
+int cg_op_from_rt_memcpy2d(struct cg_op *op, int pt, enum cg_reason *why, void *dst, size_t dpitch,
+			   const void *src, size_t spitch, size_t width, size_t height, enum cudaMemcpyKind kind)
+{
+	return cg_copy2d(op, pt, why, dst, dpitch, src, spitch, width, height, kind, NULL, 1);
+}
+
+/* Linear memory only: in a cudaMemcpy3DParms its extent is in bytes. */
+static int cg_copy3d_rt(struct cg_op *op, int pt, enum cg_reason *why, const struct cudaMemcpy3DParms *p,
+			CUstream s, int sync)
+{
+	*why = CG_WHY_MEMCPY_KIND;
+	if (!p)
+		return -EINVAL;
+	if (p->srcArray || p->dstArray)
+		return -ENOTSUP;
+	const struct cudaPitchedPtr *sp = &p->srcPtr, *dp = &p->dstPtr;
+	const char *src = (const char *)sp->ptr + (p->srcPos.z * sp->ysize + p->srcPos.y) * sp->pitch + p->srcPos.x;
+	char *dst = (char *)dp->ptr + (p->dstPos.z * dp->ysize + p->dstPos.y) * dp->pitch + p->dstPos.x;
+	const struct cg_copy c = { dst, src, dp->pitch, sp->pitch, dp->ysize, sp->ysize,
+				   p->extent.width, p->extent.height, p->extent.depth, p->kind, sync };
+	return cg_op_copy(op, pt, why, &c, s);
+}
+
+int cg_op_from_rt_memcpy3d_async(struct cg_op *op, int pt, enum cg_reason *why,
+				 const struct cudaMemcpy3DParms *p, cudaStream_t s)
+{
+	return cg_copy3d_rt(op, pt, why, p, (CUstream)s, 0);
+}
+
+int cg_op_from_rt_memcpy3d(struct cg_op *op, int pt, enum cg_reason *why, const struct cudaMemcpy3DParms *p)
+{
+	return cg_copy3d_rt(op, pt, why, p, NULL, 1);
+}
+
+/* A peer copy within the current device is a device-to-device copy. */
+static int cg_same_device(int a, int b)
+{
+	CUdevice dev;
+	return a == b && CG_BK(ctx_get_device, &dev) == CUDA_SUCCESS && dev == a;
+}
+
+int cg_op_from_rt_memcpy_peer_async(struct cg_op *op, int pt, enum cg_reason *why, void *dst, int ddev,
+				    const void *src, int sdev, size_t n, cudaStream_t s)
+{
+	*why = CG_WHY_DEVICE;
+	if (!cg_same_device(ddev, sdev))
+		return -ENOTSUP;
+	return cg_copy1d(op, pt, why, dst, src, n, cudaMemcpyDeviceToDevice, (CUstream)s, 0);
+}
+
+int cg_op_from_rt_memcpy_peer(struct cg_op *op, int pt, enum cg_reason *why, void *dst, int ddev,
+			      const void *src, int sdev, size_t n)
+{
+	*why = CG_WHY_DEVICE;
+	if (!cg_same_device(ddev, sdev))
+		return -ENOTSUP;
+	/* Peer copies synchronise with the host unlike other device copies. */
+	int rc = cg_copy1d(op, pt, why, dst, src, n, cudaMemcpyDeviceToDevice, NULL, 1);
+	op->flags |= CG_F_HOST_WAITS;
+	return rc;
+}
+
+/* A __device__ variable's address, asked of the program's runtime. */
+static int cg_symbol(const void *symbol, size_t offset, void **out)
+{
+	void *p = NULL;
+	if (cg_backend_runtime() || !cg_bk->rt_symbol_address ||
+	    CG_BK(rt_symbol_address, &p, symbol) != CUDA_SUCCESS || !p)
+		return -ENOTSUP;
+	*out = (char *)p + offset;
+	return 0;
+}
+
+int cg_op_from_rt_memcpy_to_symbol_async(struct cg_op *op, int pt, enum cg_reason *why, const void *symbol,
+					 const void *src, size_t n, size_t offset, enum cudaMemcpyKind kind,
+					 cudaStream_t s)
+{
+	void *dst;
+	*why = CG_WHY_MEMCPY_KIND;
+	if (cg_symbol(symbol, offset, &dst))
+		return -ENOTSUP;
+	return cg_copy1d(op, pt, why, dst, src, n, kind, (CUstream)s, 0);
+}
+
+int cg_op_from_rt_memcpy_to_symbol(struct cg_op *op, int pt, enum cg_reason *why, const void *symbol,
+				   const void *src, size_t n, size_t offset, enum cudaMemcpyKind kind)
+{
+	void *dst;
+	*why = CG_WHY_MEMCPY_KIND;
+	if (cg_symbol(symbol, offset, &dst))
+		return -ENOTSUP;
+	return cg_copy1d(op, pt, why, dst, src, n, kind, NULL, 1);
+}
+
+int cg_op_from_rt_memcpy_from_symbol_async(struct cg_op *op, int pt, enum cg_reason *why, void *dst,
+					   const void *symbol, size_t n, size_t offset,
+					   enum cudaMemcpyKind kind, cudaStream_t s)
+{
+	void *src;
+	*why = CG_WHY_MEMCPY_KIND;
+	if (cg_symbol(symbol, offset, &src))
+		return -ENOTSUP;
+	return cg_copy1d(op, pt, why, dst, src, n, kind, (CUstream)s, 0);
+}
+
+int cg_op_from_rt_memcpy_from_symbol(struct cg_op *op, int pt, enum cg_reason *why, void *dst,
+				     const void *symbol, size_t n, size_t offset, enum cudaMemcpyKind kind)
+{
+	void *src;
+	*why = CG_WHY_MEMCPY_KIND;
+	if (cg_symbol(symbol, offset, &src))
+		return -ENOTSUP;
+	return cg_copy1d(op, pt, why, dst, src, n, kind, NULL, 1);
+}
+
+#define DP(x) ((void *)(uintptr_t)(x))
+
+int cg_op_from_cuMemcpyAsync(struct cg_op *op, int pt, enum cg_reason *why, CUdeviceptr dst, CUdeviceptr src,
+			     size_t n, CUstream s)
+{
+	return cg_copy1d(op, pt, why, DP(dst), DP(src), n, cudaMemcpyDefault, s, 0);
+}
+
+int cg_op_from_cuMemcpyHtoDAsync_v2(struct cg_op *op, int pt, enum cg_reason *why, CUdeviceptr dst,
+				    const void *src, size_t n, CUstream s)
+{
+	return cg_copy1d(op, pt, why, DP(dst), src, n, cudaMemcpyHostToDevice, s, 0);
+}
+
+int cg_op_from_cuMemcpyDtoHAsync_v2(struct cg_op *op, int pt, enum cg_reason *why, void *dst, CUdeviceptr src,
+				    size_t n, CUstream s)
+{
+	return cg_copy1d(op, pt, why, dst, DP(src), n, cudaMemcpyDeviceToHost, s, 0);
+}
+
+int cg_op_from_cuMemcpyDtoDAsync_v2(struct cg_op *op, int pt, enum cg_reason *why, CUdeviceptr dst,
+				    CUdeviceptr src, size_t n, CUstream s)
+{
+	return cg_copy1d(op, pt, why, DP(dst), DP(src), n, cudaMemcpyDeviceToDevice, s, 0);
+}
+
+int cg_op_from_cuMemcpy(struct cg_op *op, int pt, enum cg_reason *why, CUdeviceptr dst, CUdeviceptr src,
+			size_t n)
+{
+	return cg_copy1d(op, pt, why, DP(dst), DP(src), n, cudaMemcpyDefault, NULL, 1);
+}
+
+int cg_op_from_cuMemcpyHtoD_v2(struct cg_op *op, int pt, enum cg_reason *why, CUdeviceptr dst, const void *src,
+			       size_t n)
+{
+	return cg_copy1d(op, pt, why, DP(dst), src, n, cudaMemcpyHostToDevice, NULL, 1);
+}
+
+int cg_op_from_cuMemcpyDtoH_v2(struct cg_op *op, int pt, enum cg_reason *why, void *dst, CUdeviceptr src,
+			       size_t n)
+{
+	return cg_copy1d(op, pt, why, dst, DP(src), n, cudaMemcpyDeviceToHost, NULL, 1);
+}
+
+int cg_op_from_cuMemcpyDtoD_v2(struct cg_op *op, int pt, enum cg_reason *why, CUdeviceptr dst, CUdeviceptr src,
+			       size_t n)
+{
+	return cg_copy1d(op, pt, why, DP(dst), DP(src), n, cudaMemcpyDeviceToDevice, NULL, 1);
+}
+
+/* One side of a driver copy descriptor; arrays stay eager. */
+static int cg_drv_side(CUmemorytype t, const void *host, CUdeviceptr dev, CUarray arr, size_t x, size_t y,
+		       size_t z, size_t pitch, size_t height, const void **out)
+{
+	if (t == CU_MEMORYTYPE_ARRAY || arr)
+		return -ENOTSUP;
+	const char *base = t == CU_MEMORYTYPE_HOST ? (const char *)host : (const char *)DP(dev);
+	if (!base)
+		return -EINVAL;
+	*out = base + (z * height + y) * pitch + x;
+	return 0;
+}
+
+static int cg_copy_drv2d(struct cg_op *op, int pt, enum cg_reason *why, const CUDA_MEMCPY2D *p, CUstream s,
+			 int sync)
+{
+	const void *src, *dst;
+	*why = CG_WHY_MEMCPY_KIND;
+	if (!p)
+		return -EINVAL;
+	if (cg_drv_side(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray, p->srcXInBytes, p->srcY, 0,
+			p->srcPitch, 0, &src) ||
+	    cg_drv_side(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray, p->dstXInBytes, p->dstY, 0,
+			p->dstPitch, 0, &dst))
+		return -ENOTSUP;
+	return cg_copy2d(op, pt, why, (void *)dst, p->dstPitch, src, p->srcPitch, p->WidthInBytes, p->Height,
+			 cudaMemcpyDefault, s, sync);
+}
+
+static int cg_copy_drv3d(struct cg_op *op, int pt, enum cg_reason *why, const CUDA_MEMCPY3D *p, CUstream s,
+			 int sync)
+{
+	const void *src, *dst;
+	*why = CG_WHY_MEMCPY_KIND;
+	if (!p)
+		return -EINVAL;
+	if (p->srcLOD || p->dstLOD || p->reserved0 || p->reserved1)
+		return -ENOTSUP;
+	size_t sh = p->srcHeight ? p->srcHeight : p->Height, dh = p->dstHeight ? p->dstHeight : p->Height;
+	if (cg_drv_side(p->srcMemoryType, p->srcHost, p->srcDevice, p->srcArray, p->srcXInBytes, p->srcY,
+			p->srcZ, p->srcPitch, sh, &src) ||
+	    cg_drv_side(p->dstMemoryType, p->dstHost, p->dstDevice, p->dstArray, p->dstXInBytes, p->dstY,
+			p->dstZ, p->dstPitch, dh, &dst))
+		return -ENOTSUP;
+	const struct cg_copy c = { (void *)dst, src, p->dstPitch, p->srcPitch, dh, sh, p->WidthInBytes,
+				   p->Height, p->Depth, cudaMemcpyDefault, sync };
+	return cg_op_copy(op, pt, why, &c, s);
+}
+
+int cg_op_from_cuMemcpy2DAsync_v2(struct cg_op *op, int pt, enum cg_reason *why, const CUDA_MEMCPY2D *p,
+				  CUstream s)
+{
+	return cg_copy_drv2d(op, pt, why, p, s, 0);
+}
+
+int cg_op_from_cuMemcpy2D_v2(struct cg_op *op, int pt, enum cg_reason *why, const CUDA_MEMCPY2D *p)
+{
+	return cg_copy_drv2d(op, pt, why, p, NULL, 1);
+}
+
+int cg_op_from_cuMemcpy2DUnaligned_v2(struct cg_op *op, int pt, enum cg_reason *why, const CUDA_MEMCPY2D *p)
+{
+	return cg_copy_drv2d(op, pt, why, p, NULL, 1);
+}
+
+int cg_op_from_cuMemcpy3DAsync_v2(struct cg_op *op, int pt, enum cg_reason *why, const CUDA_MEMCPY3D *p,
+				  CUstream s)
+{
+	return cg_copy_drv3d(op, pt, why, p, s, 0);
+}
+
+int cg_op_from_cuMemcpy3D_v2(struct cg_op *op, int pt, enum cg_reason *why, const CUDA_MEMCPY3D *p)
+{
+	return cg_copy_drv3d(op, pt, why, p, NULL, 1);
+}
+
+static int cg_same_ctx(CUcontext a, CUcontext b)
+{
+	CUcontext cur;
+	return a == b && CG_BK(ctx_get_current, &cur) == CUDA_SUCCESS && cur == a;
+}
+
+int cg_op_from_cuMemcpyPeerAsync(struct cg_op *op, int pt, enum cg_reason *why, CUdeviceptr dst,
+				 CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n, CUstream s)
+{
+	*why = CG_WHY_DEVICE;
+	if (!cg_same_ctx(dctx, sctx))
+		return -ENOTSUP;
+	return cg_copy1d(op, pt, why, DP(dst), DP(src), n, cudaMemcpyDeviceToDevice, s, 0);
+}
+
+int cg_op_from_cuMemcpyPeer(struct cg_op *op, int pt, enum cg_reason *why, CUdeviceptr dst, CUcontext dctx,
+			    CUdeviceptr src, CUcontext sctx, size_t n)
+{
+	*why = CG_WHY_DEVICE;
+	if (!cg_same_ctx(dctx, sctx))
+		return -ENOTSUP;
+	int rc = cg_copy1d(op, pt, why, DP(dst), DP(src), n, cudaMemcpyDeviceToDevice, NULL, 1);
+	op->flags |= CG_F_HOST_WAITS;
+	return rc;
+}
+
+/* The copy as the driver's descriptor, reading its source from src. */
+void cg_copy_desc(const struct cg_op *op, const void *src, CUDA_MEMCPY3D *d)
+{
+	memset(d, 0, sizeof *d);
+	if (op->u.cp.src_host) {
+		d->srcMemoryType = CU_MEMORYTYPE_HOST;
+		d->srcHost = src;
+	} else {
+		d->srcMemoryType = CU_MEMORYTYPE_DEVICE;
+		d->srcDevice = (CUdeviceptr)(uintptr_t)src;
+	}
+	if (op->u.cp.dst_host) {
+		d->dstMemoryType = CU_MEMORYTYPE_HOST;
+		d->dstHost = op->u.cp.dst;
+	} else {
+		d->dstMemoryType = CU_MEMORYTYPE_DEVICE;
+		d->dstDevice = (CUdeviceptr)(uintptr_t)op->u.cp.dst;
+	}
+	d->srcPitch = op->u.cp.spitch;
+	d->srcHeight = op->u.cp.sheight;
+	d->dstPitch = op->u.cp.dpitch;
+	d->dstHeight = op->u.cp.dheight;
+	d->WidthInBytes = op->u.cp.width;
+	d->Height = op->u.cp.height;
+	d->Depth = op->u.cp.depth;
+}
+
+/* ---- memsets --------------------------------------------------------------- */
+/* A memset of elem-byte values, width elements by height rows. The blocking
+ * forms act on device memory asynchronously, as their documentation says. */
+static int cg_op_memset(struct cg_op *op, int pt, enum cg_reason *why, CUdeviceptr dst, size_t pitch,
+			uint32_t value, unsigned elem, size_t width, size_t height, CUstream s)
+{
+	cg_op_init(op, CG_OP_MEMSET, pt, s);
+	*why = CG_WHY_MEMCPY_KIND;
+	if (!dst || !width || !height)
+		return -EINVAL;
+	if (cg_mem_type(DP(dst)) != CG_MEM_DEVICE)
+		return -ENOTSUP;
+	op->u.ms.dst = DP(dst);
+	op->u.ms.pitch = height > 1 ? pitch : width * elem;
+	op->u.ms.value = value;
+	op->u.ms.elem = (uint8_t)elem;
+	op->u.ms.width = width;
+	op->u.ms.height = height;
+	if (height > 1 && pitch < width * elem)
+		return -EINVAL;
+	return 0;
+}
+
+int cg_op_from_rt_memset_async(struct cg_op *op, int pt, enum cg_reason *why, void *dst, int value, size_t n,
 			       cudaStream_t s)
 {
-	(void)why;
-	cg_op_init(op, CG_OP_RECORD, pt, s);
-	op->u.ev.event = event;
-	return event ? 0 : -EINVAL;
+	return cg_op_memset(op, pt, why, (CUdeviceptr)(uintptr_t)dst, n, (uint8_t)value, 1, n, 1, (CUstream)s);
 }
 
-int cg_op_from_cudaEventRecordWithFlags(struct cg_op *op, int pt, enum cg_reason *why,
-					cudaEvent_t event, cudaStream_t s, unsigned int flags)
+int cg_op_from_rt_memset(struct cg_op *op, int pt, enum cg_reason *why, void *dst, int value, size_t n)
+{
+	return cg_op_memset(op, pt, why, (CUdeviceptr)(uintptr_t)dst, n, (uint8_t)value, 1, n, 1, NULL);
+}
+
+int cg_op_from_rt_memset2d_async(struct cg_op *op, int pt, enum cg_reason *why, void *dst, size_t pitch,
+				 int value, size_t width, size_t height, cudaStream_t s)
+{
+	return cg_op_memset(op, pt, why, (CUdeviceptr)(uintptr_t)dst, pitch, (uint8_t)value, 1, width, height,
+			    (CUstream)s);
+}
+
+int cg_op_from_rt_memset2d(struct cg_op *op, int pt, enum cg_reason *why, void *dst, size_t pitch, int value,
+			   size_t width, size_t height)
+{
+	return cg_op_memset(op, pt, why, (CUdeviceptr)(uintptr_t)dst, pitch, (uint8_t)value, 1, width, height, NULL);
+}
+
+/* A 3D memset of whole slices is a 2D one of height * depth rows. */
+static int cg_memset3d(struct cg_op *op, int pt, enum cg_reason *why, struct cudaPitchedPtr p, int value,
+		       struct cudaExtent e, CUstream s)
+{
+	*why = CG_WHY_MEMCPY_KIND;
+	if (e.depth > 1 && e.height != p.ysize)
+		return -ENOTSUP;
+	return cg_op_memset(op, pt, why, (CUdeviceptr)(uintptr_t)p.ptr, p.pitch, (uint8_t)value, 1, e.width,
+			    e.height * e.depth, s);
+}
+
+int cg_op_from_rt_memset3d_async(struct cg_op *op, int pt, enum cg_reason *why, struct cudaPitchedPtr p,
+				 int value, struct cudaExtent e, cudaStream_t s)
+{
+	return cg_memset3d(op, pt, why, p, value, e, (CUstream)s);
+}
+
+int cg_op_from_rt_memset3d(struct cg_op *op, int pt, enum cg_reason *why, struct cudaPitchedPtr p, int value,
+			   struct cudaExtent e)
+{
+	return cg_memset3d(op, pt, why, p, value, e, NULL);
+}
+
+#define CG_MEMSET_DRV(name, type, elem)                                                                   \
+	int cg_op_from_##name##Async(struct cg_op *op, int pt, enum cg_reason *why, CUdeviceptr dst,      \
+				     type v, size_t n, CUstream s)                                       \
+	{                                                                                                 \
+		return cg_op_memset(op, pt, why, dst, n * elem, v, elem, n, 1, s);                        \
+	}                                                                                                 \
+	int cg_op_from_##name##_v2(struct cg_op *op, int pt, enum cg_reason *why, CUdeviceptr dst, type v, \
+				   size_t n)                                                             \
+	{                                                                                                 \
+		return cg_op_memset(op, pt, why, dst, n * elem, v, elem, n, 1, NULL);                     \
+	}
+#define CG_MEMSET2D_DRV(name, type, elem)                                                                 \
+	int cg_op_from_##name##Async(struct cg_op *op, int pt, enum cg_reason *why, CUdeviceptr dst,      \
+				     size_t pitch, type v, size_t w, size_t h, CUstream s)               \
+	{                                                                                                 \
+		return cg_op_memset(op, pt, why, dst, pitch, v, elem, w, h, s);                           \
+	}                                                                                                 \
+	int cg_op_from_##name##_v2(struct cg_op *op, int pt, enum cg_reason *why, CUdeviceptr dst,        \
+				   size_t pitch, type v, size_t w, size_t h)                             \
+	{                                                                                                 \
+		return cg_op_memset(op, pt, why, dst, pitch, v, elem, w, h, NULL);                        \
+	}
+CG_MEMSET_DRV(cuMemsetD8, unsigned char, 1)
+CG_MEMSET_DRV(cuMemsetD16, unsigned short, 2)
+CG_MEMSET_DRV(cuMemsetD32, unsigned int, 4)
+CG_MEMSET2D_DRV(cuMemsetD2D8, unsigned char, 1)
+CG_MEMSET2D_DRV(cuMemsetD2D16, unsigned short, 2)
+CG_MEMSET2D_DRV(cuMemsetD2D32, unsigned int, 4)
+
+/* ---- events, waits, host functions ---------------------------------------- */
+int cg_op_from_rt_event_record(struct cg_op *op, int pt, enum cg_reason *why, cudaEvent_t e, cudaStream_t s)
+{
+	(void)why;
+	cg_op_init(op, CG_OP_RECORD, pt, (CUstream)s);
+	op->u.ev.event = (CUevent)e;
+	return e ? 0 : -EINVAL;
+}
+
+int cg_op_from_rt_event_record_flags(struct cg_op *op, int pt, enum cg_reason *why, cudaEvent_t e,
+				     cudaStream_t s, unsigned int flags)
 {
 	if (flags != cudaEventRecordDefault) {
 		*why = CG_WHY_EVENT_FLAGS;
 		return -ENOTSUP;
 	}
-	return cg_op_from_cudaEventRecord(op, pt, why, event, s);
+	return cg_op_from_rt_event_record(op, pt, why, e, s);
 }
 
-int cg_op_from_cudaStreamWaitEvent(struct cg_op *op, int pt, enum cg_reason *why, cudaStream_t s,
-				   cudaEvent_t event, unsigned int flags)
+int cg_op_from_rt_stream_wait(struct cg_op *op, int pt, enum cg_reason *why, cudaStream_t s, cudaEvent_t e,
+			      unsigned int flags)
 {
-	cg_op_init(op, CG_OP_WAIT, pt, s);
-	op->u.ev.event = event;
+	cg_op_init(op, CG_OP_WAIT, pt, (CUstream)s);
+	op->u.ev.event = (CUevent)e;
 	if (flags != cudaEventWaitDefault) {
 		*why = CG_WHY_EVENT_FLAGS;
 		return -ENOTSUP;
 	}
-	return event ? 0 : -EINVAL;
+	return e ? 0 : -EINVAL;
 }
 
-int cg_op_from_cudaLaunchHostFunc(struct cg_op *op, int pt, enum cg_reason *why, cudaStream_t s,
-				  cudaHostFn_t fn, void *data)
+int cg_op_from_rt_host_func(struct cg_op *op, int pt, enum cg_reason *why, cudaStream_t s, cudaHostFn_t fn,
+			    void *data)
 {
 	(void)why;
-	cg_op_init(op, CG_OP_HOST, pt, s);
+	cg_op_init(op, CG_OP_HOST, pt, (CUstream)s);
 	op->u.host.fn = fn;
 	op->u.host.data = data;
 	return fn ? 0 : -EINVAL;
 }
 
-/* ---- eager submission ------------------------------------------------- */
-int cg_op_submit(const struct cg_op *op)
+int cg_op_from_cuEventRecord(struct cg_op *op, int pt, enum cg_reason *why, CUevent e, CUstream s)
 {
-	cudaError_t rc = cudaErrorNotSupported;
-	cg_busy++;
-	switch (op->kind) {
-	case CG_OP_KERNEL: {
-		void *argv[CG_MAX_PARAMS], *extra[5];
-		size_t size;
-		cg_kernel_args(op, argv, extra, &size);
-		if (op->u.k.drv) {
-			/* Streams are explicit handles: either variant will do. */
-			CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
-					   unsigned, unsigned, CUstream, void **, void **) =
-				cg_drv.cuLaunchKernel ? cg_drv.cuLaunchKernel : cg_drv.cuLaunchKernel_ptsz;
-			if (!launch) {
-				rc = cudaErrorNotSupported;
-				break;
-			}
-			rc = (cudaError_t)launch((CUfunction)op->u.k.func, op->u.k.grid.x, op->u.k.grid.y,
-						 op->u.k.grid.z, op->u.k.block.x, op->u.k.block.y,
-						 op->u.k.block.z, (unsigned)op->u.k.shmem,
-						 (CUstream)op->stream, op->u.k.packed ? NULL : argv,
-						 op->u.k.packed ? extra : NULL);
-			break;
-		}
-		rc = cg_real.cudaLaunchKernel(op->u.k.func, op->u.k.grid, op->u.k.block, argv,
-					      op->u.k.shmem, op->stream);
-		break;
-	}
-	case CG_OP_MEMCPY:
-		rc = cg_real.cudaMemcpyAsync(op->u.cp.dst, op->u.cp.src, op->u.cp.count, op->u.cp.kind,
-					     op->stream);
-		break;
-	case CG_OP_MEMSET:
-		rc = cg_real.cudaMemsetAsync(op->u.ms.dst, op->u.ms.value, op->u.ms.count, op->stream);
-		break;
-	case CG_OP_HOST:
-		rc = cg_real.cudaLaunchHostFunc(op->stream, op->u.host.fn, op->u.host.data);
-		break;
-	case CG_OP_RECORD:
-		rc = cg_real.cudaEventRecord(op->u.ev.event, op->stream);
-		break;
-	case CG_OP_WAIT:
-		rc = cg_real.cudaStreamWaitEvent(op->stream, op->u.ev.event, 0);
-		break;
-	}
-	cg_busy--;
-	return (int)rc;
+	return cg_op_from_rt_event_record(op, pt, why, (cudaEvent_t)e, (cudaStream_t)s);
 }
 
-/* ---- shape and values ------------------------------------------------- */
-static int cg_dim3_eq(dim3 a, dim3 b)
+int cg_op_from_cuEventRecordWithFlags(struct cg_op *op, int pt, enum cg_reason *why, CUevent e, CUstream s,
+				      unsigned int flags)
 {
-	return a.x == b.x && a.y == b.y && a.z == b.z;
+	return cg_op_from_rt_event_record_flags(op, pt, why, (cudaEvent_t)e, (cudaStream_t)s, flags);
 }
 
-int cg_op_same_shape(const struct cg_op *a, const struct cg_op *b)
+int cg_op_from_cuStreamWaitEvent(struct cg_op *op, int pt, enum cg_reason *why, CUstream s, CUevent e,
+				 unsigned int flags)
 {
-	if (a->kind != b->kind || a->stream != b->stream)
-		return 0;
-	switch (a->kind) {
-	case CG_OP_KERNEL:
-		return a->u.k.func == b->u.k.func && a->u.k.drv == b->u.k.drv &&
-		       a->u.k.packed == b->u.k.packed && a->nbytes == b->nbytes && cg_dim3_eq(a->u.k.grid, b->u.k.grid) &&
-		       cg_dim3_eq(a->u.k.block, b->u.k.block) && a->u.k.shmem == b->u.k.shmem;
-	case CG_OP_MEMCPY:
-		return a->u.cp.kind == b->u.cp.kind && a->u.cp.count == b->u.cp.count &&
-		       a->u.cp.src_pageable == b->u.cp.src_pageable;
-	case CG_OP_MEMSET:
-		return a->u.ms.count == b->u.ms.count;
-	case CG_OP_HOST:
-		return a->u.host.fn == b->u.host.fn;
-	case CG_OP_RECORD:
-	case CG_OP_WAIT:
-		return a->u.ev.event == b->u.ev.event;
+	return cg_op_from_rt_stream_wait(op, pt, why, (cudaStream_t)s, (cudaEvent_t)e, flags);
+}
+
+int cg_op_from_cuLaunchHostFunc(struct cg_op *op, int pt, enum cg_reason *why, CUstream s, CUhostFn fn,
+				void *data)
+{
+	return cg_op_from_rt_host_func(op, pt, why, (cudaStream_t)s, fn, data);
+}
+
+/* ---- shape and values ------------------------------------------------------- */
+int cg_op_finish(struct cg_op *op, enum cg_reason *why)
+{
+	CUcontext ctx = NULL;
+	if (CG_BK(ctx_get_current, &ctx) != CUDA_SUCCESS || !ctx) {
+		*why = CG_WHY_DEVICE;
+		return -ENOTSUP;
 	}
+	op->ctx = ctx;
+	op->shape = cg_op_shape_hash(op);
 	return 0;
+}
+
+/* 2D and 3D copy and memset nodes cannot be updated after instantiation:
+ * their addresses are part of the shape. */
+static int cg_op_fixed_addresses(const struct cg_op *op)
+{
+	if (op->kind == CG_OP_COPY)
+		return op->u.cp.height > 1 || op->u.cp.depth > 1;
+	return op->kind == CG_OP_MEMSET && op->u.ms.height > 1;
 }
 
 uint64_t cg_op_shape_hash(const struct cg_op *op)
@@ -529,21 +828,38 @@ uint64_t cg_op_shape_hash(const struct cg_op *op)
 	uint64_t h = 1469598103934665603ull;
 #define MIX(v) (h = (h ^ (uint64_t)(v)) * 1099511628211ull)
 	MIX(op->kind);
+	MIX(op->flags);
 	MIX((uintptr_t)op->stream);
+	MIX((uintptr_t)op->ctx);
 	switch (op->kind) {
 	case CG_OP_KERNEL:
-		MIX((uintptr_t)op->u.k.func);
-		MIX(op->u.k.drv);
+		MIX((uintptr_t)op->u.k.ki->handle);
 		MIX(op->nbytes);
-		MIX(op->u.k.grid.x); MIX(op->u.k.grid.y); MIX(op->u.k.grid.z);
-		MIX(op->u.k.block.x); MIX(op->u.k.block.y); MIX(op->u.k.block.z);
+		for (int i = 0; i < 3; i++) {
+			MIX(op->u.k.grid[i]);
+			MIX(op->u.k.block[i]);
+		}
 		MIX(op->u.k.shmem);
+		MIX(op->u.k.nattr);
 		break;
-	case CG_OP_MEMCPY:
-		MIX(op->u.cp.kind); MIX(op->u.cp.count); MIX(op->u.cp.src_pageable);
+	case CG_OP_COPY:
+		MIX(op->u.cp.width);
+		MIX(op->u.cp.height);
+		MIX(op->u.cp.depth);
+		MIX(op->u.cp.dst_host | op->u.cp.src_host << 1);
+		if (cg_op_fixed_addresses(op)) {
+			MIX((uintptr_t)op->u.cp.dst);
+			MIX((uintptr_t)op->u.cp.src);
+		}
 		break;
 	case CG_OP_MEMSET:
-		MIX(op->u.ms.count);
+		MIX(op->u.ms.width);
+		MIX(op->u.ms.height);
+		MIX(op->u.ms.elem);
+		if (cg_op_fixed_addresses(op)) {
+			MIX((uintptr_t)op->u.ms.dst);
+			MIX(op->u.ms.value);
+		}
 		break;
 	case CG_OP_HOST:
 		MIX((uintptr_t)op->u.host.fn);
@@ -557,6 +873,120 @@ uint64_t cg_op_shape_hash(const struct cg_op *op)
 	return h;
 }
 
+int cg_op_same_shape(const struct cg_op *a, const struct cg_op *b)
+{
+	if (a->shape != b->shape || a->kind != b->kind || a->flags != b->flags || a->stream != b->stream ||
+	    a->ctx != b->ctx)
+		return 0;
+	switch (a->kind) {
+	case CG_OP_KERNEL:
+		return a->u.k.ki->handle == b->u.k.ki->handle && a->nbytes == b->nbytes &&
+		       !memcmp(a->u.k.grid, b->u.k.grid, sizeof a->u.k.grid) &&
+		       !memcmp(a->u.k.block, b->u.k.block, sizeof a->u.k.block) && a->u.k.shmem == b->u.k.shmem &&
+		       a->u.k.nattr == b->u.k.nattr &&
+		       (!a->u.k.nattr || !memcmp(a->u.k.attr, b->u.k.attr, a->u.k.nattr * sizeof *a->u.k.attr));
+	case CG_OP_COPY:
+		return a->u.cp.width == b->u.cp.width && a->u.cp.height == b->u.cp.height &&
+		       a->u.cp.depth == b->u.cp.depth && a->u.cp.dpitch == b->u.cp.dpitch &&
+		       a->u.cp.spitch == b->u.cp.spitch && a->u.cp.dheight == b->u.cp.dheight &&
+		       a->u.cp.sheight == b->u.cp.sheight && a->u.cp.dst_host == b->u.cp.dst_host &&
+		       a->u.cp.src_host == b->u.cp.src_host &&
+		       (!cg_op_fixed_addresses(a) || (a->u.cp.dst == b->u.cp.dst && a->u.cp.src == b->u.cp.src));
+	case CG_OP_MEMSET:
+		return a->u.ms.width == b->u.ms.width && a->u.ms.height == b->u.ms.height &&
+		       a->u.ms.elem == b->u.ms.elem && a->u.ms.pitch == b->u.ms.pitch &&
+		       (!cg_op_fixed_addresses(a) ||
+			(a->u.ms.dst == b->u.ms.dst && a->u.ms.value == b->u.ms.value));
+	case CG_OP_HOST:
+		return a->u.host.fn == b->u.host.fn;
+	case CG_OP_RECORD:
+	case CG_OP_WAIT:
+		return a->u.ev.event == b->u.ev.event;
+	}
+	return 0;
+}
+
+int cg_op_same_values(const struct cg_op *a, const struct cg_op *b)
+{
+	switch (a->kind) {
+	case CG_OP_KERNEL:
+		return !memcmp(a->u.k.params, b->u.k.params, a->nbytes);
+	case CG_OP_COPY:
+		/* A held pageable source is read from cgraft's staging: its
+		 * bytes are copied at every replay, the address never matters. */
+		return a->u.cp.dst == b->u.cp.dst &&
+		       ((a->flags & CG_F_SRC_PAGEABLE && !(a->flags & CG_F_HOST_WAITS)) ||
+			a->u.cp.src == b->u.cp.src);
+	case CG_OP_MEMSET:
+		return a->u.ms.dst == b->u.ms.dst && a->u.ms.value == b->u.ms.value;
+	case CG_OP_HOST:
+		return a->u.host.data == b->u.host.data;
+	default:
+		return 1;
+	}
+}
+
+uint64_t cg_op_values_hash(const struct cg_op *o)
+{
+	uint64_t h = 0xcbf29ce484222325ull ^ o->kind;
+	switch (o->kind) {
+	case CG_OP_KERNEL: {
+		uint32_t b = 0;
+		for (; b + 8 <= o->nbytes; b += 8) {
+			uint64_t w;
+			memcpy(&w, o->u.k.params + b, 8);
+			h = (h ^ w) * 0x100000001b3ull;
+		}
+		for (; b < o->nbytes; b++)
+			h = (h ^ o->u.k.params[b]) * 0x100000001b3ull;
+		break;
+	}
+	case CG_OP_COPY:
+		h = (h ^ (uintptr_t)o->u.cp.dst) * 0x100000001b3ull;
+		if (!(o->flags & CG_F_SRC_PAGEABLE) || o->flags & CG_F_HOST_WAITS)
+			h = (h ^ (uintptr_t)o->u.cp.src) * 0x100000001b3ull;
+		break;
+	case CG_OP_MEMSET:
+		h = (h ^ (uintptr_t)o->u.ms.dst) * 0x100000001b3ull;
+		h = (h ^ o->u.ms.value) * 0x100000001b3ull;
+		break;
+	case CG_OP_HOST:
+		h = (h ^ (uintptr_t)o->u.host.data) * 0x100000001b3ull;
+		break;
+	default:
+		break;
+	}
+	return h;
+}
+
+static const char *const cg_kind_names[] = { "kernel", "copy", "memset", "host function", "event record",
+					     "stream wait" };
+
+void cg_op_describe(char *buf, size_t size, const struct cg_op *op)
+{
+	switch (op->kind) {
+	case CG_OP_KERNEL: {
+		const struct cg_kinfo *ki = op->u.k.ki;
+		snprintf(buf, size, "kernel %s grid (%u,%u,%u) block (%u,%u,%u) shmem %u on stream %p",
+			 ki->name[0] ? ki->name : "(unnamed)", op->u.k.grid[0], op->u.k.grid[1], op->u.k.grid[2],
+			 op->u.k.block[0], op->u.k.block[1], op->u.k.block[2], op->u.k.shmem, (void *)op->stream);
+		break;
+	}
+	case CG_OP_COPY:
+		snprintf(buf, size, "copy %s to %s of %zux%zux%zu bytes on stream %p",
+			 op->u.cp.src_host ? "host" : "device", op->u.cp.dst_host ? "host" : "device",
+			 op->u.cp.width, op->u.cp.height, op->u.cp.depth, (void *)op->stream);
+		break;
+	case CG_OP_MEMSET:
+		snprintf(buf, size, "memset of %zux%zu %u-byte values on stream %p", op->u.ms.width,
+			 op->u.ms.height, op->u.ms.elem, (void *)op->stream);
+		break;
+	default:
+		snprintf(buf, size, "%s on stream %p", cg_kind_names[op->kind], (void *)op->stream);
+		break;
+	}
+}
+
 /* Names what differs between the values of two ops of one shape, for the
  * debug log: which parameters of a kernel, which addresses of a copy. */
 void cg_op_describe_change(char *buf, size_t size, const struct cg_op *was, const struct cg_op *now)
@@ -567,9 +997,9 @@ void cg_op_describe_change(char *buf, size_t size, const struct cg_op *was, cons
 		const struct cg_kinfo *ki = now->u.k.ki;
 		n = snprintf(buf, size, "kernel %s:", ki->name[0] ? ki->name : "(unnamed)");
 		uint32_t off = 0, shown = 0;
-		uint32_t np = now->u.k.packed ? 1 : ki->nparams;
+		uint32_t np = now->flags & CG_F_PACKED ? 1 : ki->nparams;
 		for (uint32_t j = 0; j < np && n >= 0 && (size_t)n < size; j++) {
-			uint32_t sz = now->u.k.packed ? now->nbytes : ki->size[j];
+			uint32_t sz = now->flags & CG_F_PACKED ? now->nbytes : ki->size[j];
 			const uint8_t *a = was->u.k.params + off, *b = now->u.k.params + off;
 			off += sz;
 			uint32_t lo = 0, hi = sz;
@@ -587,17 +1017,17 @@ void cg_op_describe_change(char *buf, size_t size, const struct cg_op *was, cons
 			uint32_t w = hi - lo < 8 ? hi - lo : 8;
 			memcpy(&wa, a + lo, w);
 			memcpy(&wb, b + lo, w);
-			n += snprintf(buf + n, size - (size_t)n, " param %u (%u bytes) bytes %u-%u %#llx -> %#llx",
-				      j, sz, lo, hi - 1, (unsigned long long)wa, (unsigned long long)wb);
+			n += snprintf(buf + n, size - (size_t)n, " param %u (%u bytes) bytes %u-%u %#llx -> %#llx", j,
+				      sz, lo, hi - 1, (unsigned long long)wa, (unsigned long long)wb);
 		}
 		break;
 	}
-	case CG_OP_MEMCPY:
-		snprintf(buf, size, "memcpy dst %p -> %p, src %p -> %p", was->u.cp.dst, now->u.cp.dst,
-			 was->u.cp.src, now->u.cp.src);
+	case CG_OP_COPY:
+		snprintf(buf, size, "copy dst %p -> %p, src %p -> %p", was->u.cp.dst, now->u.cp.dst, was->u.cp.src,
+			 now->u.cp.src);
 		break;
 	case CG_OP_MEMSET:
-		snprintf(buf, size, "memset dst %p -> %p, value %d -> %d", was->u.ms.dst, now->u.ms.dst,
+		snprintf(buf, size, "memset dst %p -> %p, value %u -> %u", was->u.ms.dst, now->u.ms.dst,
 			 was->u.ms.value, now->u.ms.value);
 		break;
 	case CG_OP_HOST:
@@ -609,21 +1039,66 @@ void cg_op_describe_change(char *buf, size_t size, const struct cg_op *was, cons
 	}
 }
 
-int cg_op_same_values(const struct cg_op *a, const struct cg_op *b)
+/* ---- eager submission -------------------------------------------------------- */
+static CUresult cg_submit_kernel(const struct cg_op *op, CUstream s)
 {
-	switch (a->kind) {
-	case CG_OP_KERNEL:
-		return !memcmp(a->u.k.params, b->u.k.params, a->nbytes);
-	case CG_OP_MEMCPY:
-		/* A pageable source is read from cgraft's snapshot: its bytes
-		 * are copied at every replay, the address never matters. */
-		return a->u.cp.dst == b->u.cp.dst &&
-		       (a->u.cp.src_pageable || a->u.cp.src == b->u.cp.src);
-	case CG_OP_MEMSET:
-		return a->u.ms.dst == b->u.ms.dst && a->u.ms.value == b->u.ms.value;
-	case CG_OP_HOST:
-		return a->u.host.data == b->u.host.data;
+	void *argv[CG_MAX_PARAMS], *extra[5];
+	size_t size;
+	cg_kernel_args(op, argv, extra, &size);
+	void **params = op->flags & CG_F_PACKED ? NULL : argv, **ex = op->flags & CG_F_PACKED ? extra : NULL;
+	/* A CUkernel may be given where a CUfunction is asked for. */
+	CUfunction f = (CUfunction)op->u.k.ki->handle;
+	if (!op->u.k.nattr)
+		return CG_BK(launch_kernel, f, op->u.k.grid[0], op->u.k.grid[1], op->u.k.grid[2], op->u.k.block[0],
+			     op->u.k.block[1], op->u.k.block[2], op->u.k.shmem, s, params, ex);
+	CUlaunchConfig c = {
+		.gridDimX = op->u.k.grid[0], .gridDimY = op->u.k.grid[1], .gridDimZ = op->u.k.grid[2],
+		.blockDimX = op->u.k.block[0], .blockDimY = op->u.k.block[1], .blockDimZ = op->u.k.block[2],
+		.sharedMemBytes = op->u.k.shmem, .hStream = s,
+		.attrs = (CUlaunchAttribute *)op->u.k.attr, .numAttrs = op->u.k.nattr,
+	};
+	return CG_BK(launch_kernel_ex, &c, f, params, ex);
+}
+
+static CUresult cg_submit_memset(const struct cg_op *op, CUstream s)
+{
+	CUdeviceptr d = (CUdeviceptr)(uintptr_t)op->u.ms.dst;
+	size_t w = op->u.ms.width, h = op->u.ms.height, p = op->u.ms.pitch;
+	uint32_t v = op->u.ms.value;
+	switch (op->u.ms.elem) {
+	case 1:
+		return h > 1 ? CG_BK(memset2d8_async, d, p, (unsigned char)v, w, h, s)
+			     : CG_BK(memset8_async, d, (unsigned char)v, w, s);
+	case 2:
+		return h > 1 ? CG_BK(memset2d16_async, d, p, (unsigned short)v, w, h, s)
+			     : CG_BK(memset16_async, d, (unsigned short)v, w, s);
 	default:
-		return 1;
+		return h > 1 ? CG_BK(memset2d32_async, d, p, v, w, h, s) : CG_BK(memset32_async, d, v, w, s);
 	}
+}
+
+CUresult cg_op_submit(const struct cg_op *op, CUstream s)
+{
+	switch (op->kind) {
+	case CG_OP_KERNEL:
+		return cg_submit_kernel(op, s);
+	case CG_OP_COPY:
+		if (op->u.cp.height == 1 && op->u.cp.depth == 1)
+			return CG_BK(memcpy_async, (CUdeviceptr)(uintptr_t)op->u.cp.dst,
+				     (CUdeviceptr)(uintptr_t)op->u.cp.src, op->u.cp.width, s);
+		{
+			CUDA_MEMCPY3D d;
+			cg_copy_desc(op, op->u.cp.src, &d);
+			return CG_BK(memcpy3d_async, &d, s);
+		}
+	case CG_OP_MEMSET:
+		return cg_submit_memset(op, s);
+	case CG_OP_HOST:
+		return CG_BK(host_func, s, op->u.host.fn, op->u.host.data);
+	case CG_OP_RECORD:
+		return CG_BK(event_record, op->u.ev.event, s);
+	case CG_OP_WAIT:
+		return CG_BK(stream_wait, s, op->u.ev.event, 0);
+	}
+	return CUDA_ERROR_NOT_SUPPORTED;
 }

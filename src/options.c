@@ -7,7 +7,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "cgraft_i.h"
+#include "log.h"
+#include "options.h"
 
 struct cg_options cg_opt = {
 	.enable = 1,
@@ -18,10 +19,11 @@ struct cg_options cg_opt = {
 	.warmup = 0,
 	.window_lo = 0,
 	.window_hi = LONG_MAX,
-	.min_ops = 3,
+	.min_ops = 2,
 	.max_graphs = 64,
 	.max_segment_ops = 4096,
 	.max_variants = 4,
+	.max_hold_us = 1000,
 	.backoff_slow = 1,
 	.driver_ops = 1,
 };
@@ -52,14 +54,16 @@ static const struct cg_opt_desc cg_opt_table[] = {
 	  "segments left alone at the start" },
 	{ "CGRAFT_WINDOW", CG_OPT_RANGE, &cg_opt.window_lo, 0, "0:",
 	  "segment range to record and replay, FIRST:LAST (either may be empty)" },
-	{ "CGRAFT_MIN_OPS", CG_OPT_COUNT, &cg_opt.min_ops, 1, "3",
-	  "segments with fewer ops stay eager" },
+	{ "CGRAFT_MIN_OPS", CG_OPT_COUNT, &cg_opt.min_ops, 1, "2",
+	  "stretches of fewer ops stay eager" },
 	{ "CGRAFT_MAX_GRAPHS", CG_OPT_COUNT, &cg_opt.max_graphs, 1, "64",
 	  "instantiated graphs kept at once (least recently used go first)" },
 	{ "CGRAFT_MAX_SEGMENT_OPS", CG_OPT_COUNT, &cg_opt.max_segment_ops, 2, "4096",
 	  "a segment with no blocking point is cut at this many ops" },
 	{ "CGRAFT_MAX_VARIANTS", CG_OPT_COUNT, &cg_opt.max_variants, 1, "4",
 	  "instantiated graphs per segment shape for recurring argument sets" },
+	{ "CGRAFT_MAX_HOLD_US", CG_OPT_COUNT, &cg_opt.max_hold_us, 1, "1000",
+	  "held work is submitted after this many microseconds without a CUDA call (the host may be polling)" },
 	{ "CGRAFT_DRIVER_OPS", CG_OPT_BOOL, &cg_opt.driver_ops, 0, "1",
 	  "replay kernels launched through the driver (cuBLAS, static runtimes); 0 makes them segment ends" },
 	{ "CGRAFT_BACKOFF_SLOW", CG_OPT_BOOL, &cg_opt.backoff_slow, 0, "1",
@@ -196,9 +200,9 @@ int cg_options_load(void)
 	return 0;
 }
 
-void cg_options_describe(FILE *f)
+void cg_options_describe(FILE *f, int markdown)
 {
 	for (size_t i = 0; i < sizeof cg_opt_table / sizeof cg_opt_table[0]; i++)
-		fprintf(f, "| `%s` | %s | %s |\n", cg_opt_table[i].name,
+		fprintf(f, markdown ? "| `%s` | %s | %s |\n" : "%s (default %s): %s\n", cg_opt_table[i].name,
 			cg_opt_table[i].deflt, cg_opt_table[i].what);
 }

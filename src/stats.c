@@ -4,7 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cgraft_i.h"
+#include "stats.h"
+#include "options.h"
 
 struct cg_stats cg_stats;
 
@@ -17,48 +18,52 @@ const char *const cg_reason_names[CG_WHY_COUNT] = {
 	[CG_WHY_CAPTURE] = "program_capture",
 	[CG_WHY_THREADS] = "other_host_thread",
 	[CG_WHY_DEVICE] = "device_switch",
-	[CG_WHY_PER_THREAD_STREAM] = "per_thread_stream_threads",
+	[CG_WHY_HOST_MEMORY] = "host_memory_kernel",
+	[CG_WHY_HELD_TOO_LONG] = "held_too_long",
+	[CG_WHY_RESET] = "reset",
 	[CG_WHY_BUILD_FAILED] = "graph_build_failed",
 	[CG_WHY_LAUNCH_FAILED] = "graph_launch_failed",
 	[CG_WHY_BACKOFF_DIVERGE] = "backoff_diverging",
 	[CG_WHY_BACKOFF_SLOW] = "backoff_not_faster",
 	[CG_WHY_BACKOFF_NOREPEAT] = "backoff_no_repeat",
-	[CG_WHY_DRIVER_CALL] = "driver_call",
 	[CG_WHY_NCCL] = "nccl_kernel",
 };
 
 #define LD(x) atomic_load_explicit(&cg_stats.x, memory_order_relaxed)
 
+/* A JSON object of the non-zero counters of entries on the given layers. */
+static void cg_write_entries(FILE *f, const char *key, const atomic_ullong *v, int rt)
+{
+	fprintf(f, "  \"%s\": {", key);
+	const char *sep = "";
+	for (int i = 0; i < CG_E_COUNT; i++) {
+		unsigned long long n = atomic_load_explicit(&v[i], memory_order_relaxed);
+		if (!n || (cg_entries[i].layer == CG_L_RT) != rt)
+			continue;
+		fprintf(f, "%s\n    \"%s\": %llu", sep, cg_entries[i].name, n);
+		sep = ",";
+	}
+	fprintf(f, "%s},\n", *sep ? "\n  " : "");
+}
+
 void cg_stats_write_json(FILE *f)
 {
-	fprintf(f, "{\n  \"calls\": {");
-	const char *sep = "";
-	for (int i = 0; i < CG_API_COUNT; i++) {
-		unsigned long long n = LD(calls[i]);
-		if (!n)
-			continue;
-		fprintf(f, "%s\n    \"%s\": %llu", sep, cg_api_names[i], n);
-		sep = ",";
-	}
-	fprintf(f, "%s},\n  \"driver_calls\": {", *sep ? "\n  " : "");
-	sep = "";
-	for (int i = 0; i < CG_DRV_COUNT; i++) {
-		unsigned long long n = LD(drv_calls[i]);
-		if (!n)
-			continue;
-		fprintf(f, "%s\n    \"%s\": %llu", sep, cg_drv_names[i], n);
-		sep = ",";
-	}
-	fprintf(f, "%s},\n  \"lookups\": %llu,\n", *sep ? "\n  " : "", LD(lookups));
+	fprintf(f, "{\n");
+	cg_write_entries(f, "calls", cg_stats.calls, 1);
+	cg_write_entries(f, "driver_calls", cg_stats.calls, 0);
+	cg_write_entries(f, "boundary_calls", cg_stats.boundaries, 1);
+	cg_write_entries(f, "boundary_driver_calls", cg_stats.boundaries, 0);
+	fprintf(f, "  \"lookups\": %llu,\n", LD(lookups));
 	fprintf(f, "  \"segments\": %llu,\n  \"graphs_built\": %llu,\n  \"graph_launches\": %llu,\n"
 		   "  \"ops_total\": %llu,\n  \"ops_replayed\": %llu,\n  \"divergences\": %llu,\n"
-		   "  \"node_updates\": %llu,\n  \"variants\": %llu,\n  \"backoffs\": %llu,\n"
-		   "  \"record_ns\": %llu,\n  \"instantiate_ns\": %llu,\n",
+		   "  \"pieces_eager\": %llu,\n  \"node_updates\": %llu,\n  \"variants\": %llu,\n"
+		   "  \"backoffs\": %llu,\n  \"record_ns\": %llu,\n  \"instantiate_ns\": %llu,\n"
+		   "  \"held_host_bytes\": %llu,\n",
 		LD(segments), LD(graphs_built), LD(graph_launches), LD(ops_total), LD(ops_replayed),
-		LD(divergences), LD(node_updates), LD(variants), LD(backoffs), LD(record_ns),
-		LD(instantiate_ns));
+		LD(divergences), LD(pieces_eager), LD(node_updates), LD(variants), LD(backoffs), LD(record_ns),
+		LD(instantiate_ns), LD(held_bytes_host));
 	fprintf(f, "  \"enabled\": %s,\n  \"fallbacks\": {", cg_opt.enable ? "true" : "false");
-	sep = "";
+	const char *sep = "";
 	for (int i = 0; i < CG_WHY_COUNT; i++) {
 		unsigned long long n = LD(fallbacks[i]);
 		if (!n)
@@ -69,6 +74,25 @@ void cg_stats_write_json(FILE *f)
 	fprintf(f, "%s}\n}\n", *sep ? "\n  " : "");
 }
 
+/* The entry points whose calls ended the most segments unmodelled. */
+static void cg_report_boundaries(FILE *f)
+{
+	int top[5] = { -1, -1, -1, -1, -1 };
+	for (int i = 0; i < CG_E_COUNT; i++) {
+		unsigned long long n = LD(boundaries[i]);
+		if (!n)
+			continue;
+		for (int k = 0; k < 5; k++)
+			if (top[k] < 0 || n > LD(boundaries[top[k]])) {
+				memmove(top + k + 1, top + k, (size_t)(4 - k) * sizeof *top);
+				top[k] = i;
+				break;
+			}
+	}
+	for (int k = 0; k < 5 && top[k] >= 0; k++)
+		fprintf(f, "cgraft:     %s: %llu\n", cg_entries[top[k]].name, LD(boundaries[top[k]]));
+}
+
 void cg_stats_write_report(FILE *f)
 {
 	unsigned long long total = LD(ops_total), replayed = LD(ops_replayed);
@@ -77,18 +101,33 @@ void cg_stats_write_report(FILE *f)
 		total ? 100.0 * (double)replayed / (double)total : 0.0);
 	fprintf(f, "cgraft:   segments %llu, graphs built %llu (+%llu variants), graph launches %llu, node updates %llu\n",
 		LD(segments), LD(graphs_built), LD(variants), LD(graph_launches), LD(node_updates));
-	fprintf(f, "cgraft:   divergences %llu, back-offs %llu, one-time cost %.3f ms (record %.3f, instantiate %.3f)\n",
-		LD(divergences), LD(backoffs), (double)(LD(record_ns) + LD(instantiate_ns)) / 1e6,
+	fprintf(f, "cgraft:   divergences %llu, stretches run eagerly %llu, back-offs %llu, one-time cost %.3f ms "
+		   "(record %.3f, instantiate %.3f)\n",
+		LD(divergences), LD(pieces_eager), LD(backoffs), (double)(LD(record_ns) + LD(instantiate_ns)) / 1e6,
 		(double)LD(record_ns) / 1e6, (double)LD(instantiate_ns) / 1e6);
+	if (LD(held_bytes_host))
+		fprintf(f, "cgraft:   pinned staging held: %llu bytes\n", LD(held_bytes_host));
 	for (int i = 0; i < CG_WHY_COUNT; i++) {
 		unsigned long long n = LD(fallbacks[i]);
 		if (n)
 			fprintf(f, "cgraft:   eager because %s: %llu\n", cg_reason_names[i], n);
 	}
+	if (LD(fallbacks[CG_WHY_UNSUPPORTED_API])) {
+		fprintf(f, "cgraft:   calls cgraft does not model that ended segments most:\n");
+		cg_report_boundaries(f);
+	}
 	unsigned long long calls = 0;
-	for (int i = 0; i < CG_API_COUNT; i++)
+	for (int i = 0; i < CG_E_COUNT; i++)
 		calls += LD(calls[i]);
 	fprintf(f, "cgraft:   intercepted calls %llu\n", calls);
+}
+
+int cg_stats_any_calls(void)
+{
+	for (int i = 0; i < CG_E_COUNT; i++)
+		if (LD(calls[i]))
+			return 1;
+	return LD(ops_total) != 0;
 }
 
 int cg_stats_expand_path(const char *pattern, long pid, char *out, size_t size)

@@ -26,8 +26,18 @@
     X(MemcpyDtoHAsync, "cuMemcpyDtoHAsync", cuMemcpyDtoHAsync) \
     X(MemcpyDtoDAsync, "cuMemcpyDtoDAsync", cuMemcpyDtoDAsync) \
     X(Memcpy2DAsync, "cuMemcpy2DAsync", cuMemcpy2DAsync) \
+    X(Memcpy2D, "cuMemcpy2D", cuMemcpy2D) \
+    X(Memcpy3D, "cuMemcpy3D", cuMemcpy3D) \
+    X(Memcpy3DAsync, "cuMemcpy3DAsync", cuMemcpy3DAsync) \
+    X(MemcpyPeer, "cuMemcpyPeer", cuMemcpyPeer) \
+    X(MemcpyPeerAsync, "cuMemcpyPeerAsync", cuMemcpyPeerAsync) \
+    X(Memcpy3DPeer, "cuMemcpy3DPeer", cuMemcpy3DPeer) \
+    X(Memcpy3DPeerAsync, "cuMemcpy3DPeerAsync", cuMemcpy3DPeerAsync) \
+    X(MemcpyBatchAsync, "cuMemcpyBatchAsync", cuMemcpyBatchAsync) \
     X(MemsetD8, "cuMemsetD8", cuMemsetD8) \
     X(MemsetD8Async, "cuMemsetD8Async", cuMemsetD8Async) \
+    X(MemsetD2D8, "cuMemsetD2D8", cuMemsetD2D8) \
+    X(MemsetD2D8Async, "cuMemsetD2D8Async", cuMemsetD2D8Async) \
     X(EventRecord, "cuEventRecord", cuEventRecord) \
     X(EventRecordWithFlags, "cuEventRecordWithFlags", cuEventRecordWithFlags) \
     X(EventQuery, "cuEventQuery", cuEventQuery) \
@@ -37,8 +47,10 @@
     X(StreamAddCallback, "cuStreamAddCallback", cuStreamAddCallback) \
     X(StreamSynchronize, "cuStreamSynchronize", cuStreamSynchronize) \
     X(StreamQuery, "cuStreamQuery", cuStreamQuery) \
-    X(CtxSynchronize, "cuCtxSynchronize", cuCtxSynchronize) \
+    X(CtxSynchronize, "cuCtxSynchronize", cuCtxSynchronize_v2) \
+    X(DevicePrimaryCtxReset, "cuDevicePrimaryCtxReset", cuDevicePrimaryCtxReset) \
     X(StreamBeginCapture, "cuStreamBeginCapture", cuStreamBeginCapture) \
+    X(StreamBeginCaptureToGraph, "cuStreamBeginCaptureToGraph", cuStreamBeginCaptureToGraph) \
     X(StreamEndCapture, "cuStreamEndCapture", cuStreamEndCapture) \
     X(StreamIsCapturing, "cuStreamIsCapturing", cuStreamIsCapturing) \
     X(StreamGetCaptureInfo, "cuStreamGetCaptureInfo", cuStreamGetCaptureInfo) \
@@ -46,9 +58,16 @@
     X(GraphUpload, "cuGraphUpload", cuGraphUpload) \
     X(MemFree, "cuMemFree", cuMemFree) \
     X(MemFreeHost, "cuMemFreeHost", cuMemFreeHost) \
+    X(MemHostRegister, "cuMemHostRegister", cuMemHostRegister) \
+    X(MemHostUnregister, "cuMemHostUnregister", cuMemHostUnregister) \
+    X(MemHostGetDevicePointer, "cuMemHostGetDevicePointer", cuMemHostGetDevicePointer) \
+    X(MemHostGetFlags, "cuMemHostGetFlags", cuMemHostGetFlags) \
+    X(PointerGetAttributes, "cuPointerGetAttributes", cuPointerGetAttributes) \
     X(MemAllocAsync, "cuMemAllocAsync", cuMemAllocAsync) \
     X(MemFreeAsync, "cuMemFreeAsync", cuMemFreeAsync) \
-    X(FuncGetParamInfo, "cuFuncGetParamInfo", cuFuncGetParamInfo)
+    X(FuncGetParamInfo, "cuFuncGetParamInfo", cuFuncGetParamInfo) \
+    X(FuncGetAttribute, "cuFuncGetAttribute", cuFuncGetAttribute) \
+    X(FuncSetAttribute, "cuFuncSetAttribute", cuFuncSetAttribute)
 
 static struct {
 #define X(field, name, sym) __typeof__(&sym) field[2];
@@ -116,7 +135,14 @@ __typeof__(cudaLaunchKernelExC) cudaLaunchKernelExC_ptsz;
 __typeof__(cudaLaunchCooperativeKernel) cudaLaunchCooperativeKernel_ptsz;
 __typeof__(cudaMemcpyAsync) cudaMemcpyAsync_ptsz;
 __typeof__(cudaMemcpy2DAsync) cudaMemcpy2DAsync_ptsz;
+__typeof__(cudaMemcpy3DAsync) cudaMemcpy3DAsync_ptsz;
+__typeof__(cudaMemcpy3DPeerAsync) cudaMemcpy3DPeerAsync_ptsz;
+__typeof__(cudaMemcpyBatchAsync) cudaMemcpyBatchAsync_ptsz;
+__typeof__(cudaMemcpyToSymbolAsync) cudaMemcpyToSymbolAsync_ptsz;
+__typeof__(cudaMemcpyFromSymbolAsync) cudaMemcpyFromSymbolAsync_ptsz;
 __typeof__(cudaMemsetAsync) cudaMemsetAsync_ptsz;
+__typeof__(cudaMemset2DAsync) cudaMemset2DAsync_ptsz;
+__typeof__(cudaMemset3DAsync) cudaMemset3DAsync_ptsz;
 __typeof__(cudaEventRecord) cudaEventRecord_ptsz;
 __typeof__(cudaEventRecordWithFlags) cudaEventRecordWithFlags_ptsz;
 __typeof__(cudaStreamWaitEvent) cudaStreamWaitEvent_ptsz;
@@ -129,13 +155,24 @@ __typeof__(cudaStreamGetPriority) cudaStreamGetPriority_ptsz;
 __typeof__(cudaMallocAsync) cudaMallocAsync_ptsz;
 __typeof__(cudaFreeAsync) cudaFreeAsync_ptsz;
 __typeof__(cudaStreamBeginCapture) cudaStreamBeginCapture_ptsz;
+__typeof__(cudaStreamBeginCaptureToGraph) cudaStreamBeginCaptureToGraph_ptsz;
 __typeof__(cudaStreamEndCapture) cudaStreamEndCapture_ptsz;
 __typeof__(cudaStreamIsCapturing) cudaStreamIsCapturing_ptsz;
 __typeof__(cudaStreamGetCaptureInfo) cudaStreamGetCaptureInfo_ptsz;
 __typeof__(cudaGraphLaunch) cudaGraphLaunch_ptsz;
 __typeof__(cudaGraphUpload) cudaGraphUpload_ptsz;
 __typeof__(cudaMemcpy) cudaMemcpy_ptds;
+__typeof__(cudaMemcpy2D) cudaMemcpy2D_ptds;
+__typeof__(cudaMemcpy3D) cudaMemcpy3D_ptds;
+__typeof__(cudaMemcpy3DPeer) cudaMemcpy3DPeer_ptds;
+__typeof__(cudaMemcpyToSymbol) cudaMemcpyToSymbol_ptds;
+__typeof__(cudaMemcpyFromSymbol) cudaMemcpyFromSymbol_ptds;
 __typeof__(cudaMemset) cudaMemset_ptds;
+__typeof__(cudaMemset2D) cudaMemset2D_ptds;
+__typeof__(cudaMemset3D) cudaMemset3D_ptds;
+cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags,
+                                         enum cudaDriverEntryPointQueryResult *driverStatus);
+__typeof__(cudaGetDriverEntryPointByVersion) cudaGetDriverEntryPointByVersion_ptsz;
 cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *func);
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
                                cudaStream_t stream);
@@ -151,16 +188,24 @@ cudaError_t __cudaLaunchKernel_ptsz(cudaKernel_t kernel, dim3 gridDim, dim3 bloc
     X(cudaErrorInvalidValue, "invalid argument") \
     X(cudaErrorMemoryAllocation, "out of memory") \
     X(cudaErrorInitializationError, "initialization error") \
+    X(cudaErrorInvalidSymbol, "invalid device symbol") \
+    X(cudaErrorInvalidDevicePointer, "invalid device pointer") \
     X(cudaErrorInvalidMemcpyDirection, "invalid copy direction for memcpy") \
     X(cudaErrorInvalidDeviceFunction, "invalid device function") \
     X(cudaErrorNoDevice, "no CUDA-capable device is detected") \
     X(cudaErrorInvalidDevice, "invalid device ordinal") \
     X(cudaErrorIllegalState, "the operation cannot be performed in the present state") \
+    X(cudaErrorInvalidKernelImage, "device kernel image is invalid") \
+    X(cudaErrorDeviceUninitialized, "invalid device context") \
     X(cudaErrorInvalidResourceHandle, "invalid resource handle") \
     X(cudaErrorSymbolNotFound, "named symbol not found") \
     X(cudaErrorNotReady, "device not ready") \
     X(cudaErrorNotPermitted, "operation not permitted") \
     X(cudaErrorNotSupported, "operation not supported") \
+    X(cudaErrorContextIsDestroyed, "context is destroyed") \
+    X(cudaErrorHostMemoryAlreadyRegistered, "part or all of the requested memory range is already mapped") \
+    X(cudaErrorHostMemoryNotRegistered, "pointer does not correspond to a registered memory region") \
+    X(cudaErrorInvalidClusterSize, "invalid cluster size") \
     X(cudaErrorStreamCaptureUnsupported, "operation not permitted when stream is capturing") \
     X(cudaErrorStreamCaptureInvalidated, "operation failed due to a previous error during capture") \
     X(cudaErrorStreamCaptureUnmatched, "capture was not initiated in this stream") \
@@ -228,12 +273,14 @@ cudaError_t cudaGetDevice(int *device)
 
 cudaError_t cudaDeviceSynchronize(void)
 {
-    return DRV(CtxSynchronize, 0);
+    return DRV(CtxSynchronize, 0, NULL);
 }
 
+/* Ends every stream, event, graph exec and allocation of the current device's
+ * primary context; their handles come back for the next objects created. */
 cudaError_t cudaDeviceReset(void)
 {
-    return retc(simc_sync_all());
+    return DRV(DevicePrimaryCtxReset, 0, simc_get_device());
 }
 
 cudaError_t cudaDriverGetVersion(int *driverVersion)
@@ -273,7 +320,14 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device)
 
 cudaError_t cudaMalloc(void **devPtr, size_t size)
 {
-    return retc(simc_malloc(devPtr, size, SIM_MEM_DEVICE));
+    return retc(simc_malloc(devPtr, size, SIM_MEM_DEVICE, 0));
+}
+
+cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags)
+{
+    if (!devPtr || !size || (flags != cudaMemAttachGlobal && flags != cudaMemAttachHost))
+        return ret(cudaErrorInvalidValue);
+    return retc(simc_malloc(devPtr, size, SIM_MEM_MANAGED, flags));
 }
 
 cudaError_t cudaFree(void *devPtr)
@@ -283,14 +337,40 @@ cudaError_t cudaFree(void *devPtr)
 
 cudaError_t cudaMallocHost(void **ptr, size_t size)
 {
-    return retc(simc_malloc(ptr, size, SIM_MEM_PINNED));
+    return retc(simc_malloc(ptr, size, SIM_MEM_PINNED, 0));
 }
 
 cudaError_t cudaHostAlloc(void **pHost, size_t size, unsigned int flags)
 {
     if (flags & ~(unsigned)(cudaHostAllocPortable | cudaHostAllocMapped | cudaHostAllocWriteCombined))
         return ret(cudaErrorInvalidValue);
-    return retc(simc_malloc(pHost, size, SIM_MEM_PINNED));
+    return retc(simc_malloc(pHost, size, SIM_MEM_PINNED, flags));
+}
+
+cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags)
+{
+    return DRV(MemHostRegister, 0, ptr, size, flags);
+}
+
+cudaError_t cudaHostUnregister(void *ptr)
+{
+    return DRV(MemHostUnregister, 0, ptr);
+}
+
+cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int flags)
+{
+    CUdeviceptr d = 0;
+    if (!pDevice)
+        return ret(cudaErrorInvalidValue);
+    cudaError_t e = DRV(MemHostGetDevicePointer, 0, &d, pHost, flags);
+    if (e == cudaSuccess)
+        *pDevice = (void *)(uintptr_t)d;
+    return e;
+}
+
+cudaError_t cudaHostGetFlags(unsigned int *pFlags, void *pHost)
+{
+    return DRV(MemHostGetFlags, 0, pFlags, pHost);
 }
 
 cudaError_t cudaFreeHost(void *ptr)
@@ -328,25 +408,35 @@ cudaError_t cudaFreeAsync_ptsz(void *devPtr, cudaStream_t hStream)
     return DRV(MemFreeAsync, 1, DP(devPtr), hStream);
 }
 
+/* From the driver's attributes: registered memory is host memory, managed
+ * memory is device memory the driver marks managed. */
 cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, const void *ptr)
 {
     if (!attributes)
         return ret(cudaErrorInvalidValue);
-    int dev = -1;
-    int kind = simc_mem_kind(ptr, &dev);
+    unsigned type = 0;
+    int managed = 0, dev = -2;
+    void *hp = NULL;
+    CUdeviceptr dp = 0;
+    CUpointer_attribute which[] = { CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                    CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_HOST_POINTER,
+                                    CU_POINTER_ATTRIBUTE_DEVICE_POINTER };
+    void *data[] = { &type, &managed, &dev, &hp, &dp };
+    cudaError_t e = DRV(PointerGetAttributes, 0, 5, which, data, DP(ptr));
+    if (e != cudaSuccess)
+        return e;
     memset(attributes, 0, sizeof(*attributes));
-    attributes->device = dev < 0 ? 0 : dev;
-    if (kind == SIM_MEM_DEVICE) {
+    attributes->device = dev;
+    attributes->hostPointer = hp;
+    attributes->devicePointer = (void *)(uintptr_t)dp;
+    if (managed)
+        attributes->type = cudaMemoryTypeManaged;
+    else if (type == CU_MEMORYTYPE_DEVICE)
         attributes->type = cudaMemoryTypeDevice;
-        attributes->devicePointer = (void *)ptr;
-    } else if (kind == SIM_MEM_PINNED) {
+    else if (type == CU_MEMORYTYPE_HOST)
         attributes->type = cudaMemoryTypeHost;
-        attributes->devicePointer = (void *)ptr;
-        attributes->hostPointer = (void *)ptr;
-    } else {
+    else
         attributes->type = cudaMemoryTypeUnregistered;
-        attributes->device = -2;
-    }
     return cudaSuccess;
 }
 
@@ -393,34 +483,58 @@ cudaError_t cudaMemcpy_ptds(void *dst, const void *src, size_t count, enum cudaM
     return DRV(Memcpy, 1, DP(dst), DP(src), count);
 }
 
-static void side(CUmemorytype *t, const void **host, CUdeviceptr *dev, const void *p, int is_host)
+/* The memory types a copy kind names; Default lets the address tell (UVA). */
+static CUmemorytype side_type(enum cudaMemcpyKind kind, int is_src)
 {
-    *t = is_host ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
-    if (is_host)
+    switch (kind) {
+    case cudaMemcpyHostToHost:
+        return CU_MEMORYTYPE_HOST;
+    case cudaMemcpyHostToDevice:
+        return is_src ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
+    case cudaMemcpyDeviceToHost:
+        return is_src ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+    case cudaMemcpyDeviceToDevice:
+        return CU_MEMORYTYPE_DEVICE;
+    default:
+        return CU_MEMORYTYPE_UNIFIED;
+    }
+}
+
+static int kind_ok(enum cudaMemcpyKind kind)
+{
+    return kind >= cudaMemcpyHostToHost && kind <= cudaMemcpyDefault;
+}
+
+static void side(CUmemorytype t, CUmemorytype *tp, const void **host, CUdeviceptr *dev, const void *p)
+{
+    *tp = t;
+    if (t == CU_MEMORYTYPE_HOST)
         *host = p;
     else
         *dev = DP(p);
 }
 
+static void copy2d_params(CUDA_MEMCPY2D *p, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                          size_t height, enum cudaMemcpyKind kind)
+{
+    memset(p, 0, sizeof(*p));
+    const void *dh = NULL;
+    side(side_type(kind, 1), &p->srcMemoryType, &p->srcHost, &p->srcDevice, src);
+    side(side_type(kind, 0), &p->dstMemoryType, &dh, &p->dstDevice, dst);
+    p->dstHost = (void *)dh;
+    p->srcPitch = spitch;
+    p->dstPitch = dpitch;
+    p->WidthInBytes = width;
+    p->Height = height;
+}
+
 static cudaError_t memcpy2d_async(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
                                   size_t height, enum cudaMemcpyKind kind, cudaStream_t s, int ptsz)
 {
-    if (kind < cudaMemcpyHostToHost || kind > cudaMemcpyDefault)
+    if (!kind_ok(kind))
         return ret(cudaErrorInvalidMemcpyDirection);
     CUDA_MEMCPY2D p;
-    memset(&p, 0, sizeof(p));
-    int src_host = kind == cudaMemcpyHostToHost || kind == cudaMemcpyHostToDevice ||
-                   (kind == cudaMemcpyDefault && simc_mem_kind(src, NULL) != SIM_MEM_DEVICE);
-    int dst_host = kind == cudaMemcpyHostToHost || kind == cudaMemcpyDeviceToHost ||
-                   (kind == cudaMemcpyDefault && simc_mem_kind(dst, NULL) != SIM_MEM_DEVICE);
-    const void *dh = NULL;
-    side(&p.srcMemoryType, &p.srcHost, &p.srcDevice, src, src_host);
-    side(&p.dstMemoryType, &dh, &p.dstDevice, dst, dst_host);
-    p.dstHost = (void *)dh;
-    p.srcPitch = spitch;
-    p.dstPitch = dpitch;
-    p.WidthInBytes = width;
-    p.Height = height;
+    copy2d_params(&p, dst, dpitch, src, spitch, width, height, kind);
     return DRV(Memcpy2DAsync, ptsz, &p, s);
 }
 
@@ -434,6 +548,177 @@ cudaError_t cudaMemcpy2DAsync_ptsz(void *dst, size_t dpitch, const void *src, si
                                    size_t height, enum cudaMemcpyKind kind, cudaStream_t stream)
 {
     return memcpy2d_async(dst, dpitch, src, spitch, width, height, kind, stream, 1);
+}
+
+static cudaError_t memcpy2d_sync(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                                 size_t height, enum cudaMemcpyKind kind, int ptsz)
+{
+    if (!kind_ok(kind))
+        return ret(cudaErrorInvalidMemcpyDirection);
+    CUDA_MEMCPY2D p;
+    copy2d_params(&p, dst, dpitch, src, spitch, width, height, kind);
+    return DRV(Memcpy2D, ptsz, &p);
+}
+
+cudaError_t cudaMemcpy2D(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
+                         enum cudaMemcpyKind kind)
+{
+    return memcpy2d_sync(dst, dpitch, src, spitch, width, height, kind, 0);
+}
+
+cudaError_t cudaMemcpy2D_ptds(void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+                              size_t height, enum cudaMemcpyKind kind)
+{
+    return memcpy2d_sync(dst, dpitch, src, spitch, width, height, kind, 1);
+}
+
+/* Linear memory only: arrays are refused. A slice is pitch * ysize bytes. */
+static cudaError_t copy3d_params(CUDA_MEMCPY3D *q, const struct cudaMemcpy3DParms *p)
+{
+    if (!p || p->srcArray || p->dstArray)
+        return cudaErrorInvalidValue;
+    if (!kind_ok(p->kind))
+        return cudaErrorInvalidMemcpyDirection;
+    memset(q, 0, sizeof(*q));
+    const void *dh = NULL;
+    side(side_type(p->kind, 1), &q->srcMemoryType, &q->srcHost, &q->srcDevice, p->srcPtr.ptr);
+    side(side_type(p->kind, 0), &q->dstMemoryType, &dh, &q->dstDevice, p->dstPtr.ptr);
+    q->dstHost = (void *)dh;
+    q->srcXInBytes = p->srcPos.x;
+    q->srcY = p->srcPos.y;
+    q->srcZ = p->srcPos.z;
+    q->srcPitch = p->srcPtr.pitch;
+    q->srcHeight = p->srcPtr.ysize;
+    q->dstXInBytes = p->dstPos.x;
+    q->dstY = p->dstPos.y;
+    q->dstZ = p->dstPos.z;
+    q->dstPitch = p->dstPtr.pitch;
+    q->dstHeight = p->dstPtr.ysize;
+    q->WidthInBytes = p->extent.width;
+    q->Height = p->extent.height;
+    q->Depth = p->extent.depth;
+    return cudaSuccess;
+}
+
+static cudaError_t memcpy3d(const struct cudaMemcpy3DParms *p, cudaStream_t s, int ptsz, int async)
+{
+    CUDA_MEMCPY3D q;
+    cudaError_t e = copy3d_params(&q, p);
+    if (e != cudaSuccess)
+        return ret(e);
+    return async ? DRV(Memcpy3DAsync, ptsz, &q, s) : DRV(Memcpy3D, ptsz, &q);
+}
+
+cudaError_t cudaMemcpy3D(const struct cudaMemcpy3DParms *p)
+{
+    return memcpy3d(p, NULL, 0, 0);
+}
+
+cudaError_t cudaMemcpy3D_ptds(const struct cudaMemcpy3DParms *p)
+{
+    return memcpy3d(p, NULL, 1, 0);
+}
+
+cudaError_t cudaMemcpy3DAsync(const struct cudaMemcpy3DParms *p, cudaStream_t stream)
+{
+    return memcpy3d(p, stream, 0, 1);
+}
+
+cudaError_t cudaMemcpy3DAsync_ptsz(const struct cudaMemcpy3DParms *p, cudaStream_t stream)
+{
+    return memcpy3d(p, stream, 1, 1);
+}
+
+/* Peer copies name devices; the driver wants their primary contexts. */
+cudaError_t cudaMemcpyPeer(void *dst, int dstDevice, const void *src, int srcDevice, size_t count)
+{
+    CUcontext dc = simc_primary(dstDevice), sc = simc_primary(srcDevice);
+    if (!dc || !sc)
+        return ret(cudaErrorInvalidDevice);
+    return DRV(MemcpyPeer, 0, DP(dst), dc, DP(src), sc, count);
+}
+
+cudaError_t cudaMemcpyPeerAsync(void *dst, int dstDevice, const void *src, int srcDevice, size_t count,
+                                cudaStream_t stream)
+{
+    CUcontext dc = simc_primary(dstDevice), sc = simc_primary(srcDevice);
+    if (!dc || !sc)
+        return ret(cudaErrorInvalidDevice);
+    return DRV(MemcpyPeerAsync, 0, DP(dst), dc, DP(src), sc, count, stream);
+}
+
+static cudaError_t memcpy3d_peer(const struct cudaMemcpy3DPeerParms *p, cudaStream_t s, int ptsz, int async)
+{
+    if (!p || p->srcArray || p->dstArray)
+        return ret(cudaErrorInvalidValue);
+    CUcontext dc = simc_primary(p->dstDevice), sc = simc_primary(p->srcDevice);
+    if (!dc || !sc)
+        return ret(cudaErrorInvalidDevice);
+    CUDA_MEMCPY3D_PEER q;
+    memset(&q, 0, sizeof(q));
+    q.srcMemoryType = q.dstMemoryType = CU_MEMORYTYPE_UNIFIED;
+    q.srcDevice = DP(p->srcPtr.ptr);
+    q.dstDevice = DP(p->dstPtr.ptr);
+    q.srcContext = sc;
+    q.dstContext = dc;
+    q.srcXInBytes = p->srcPos.x;
+    q.srcY = p->srcPos.y;
+    q.srcZ = p->srcPos.z;
+    q.srcPitch = p->srcPtr.pitch;
+    q.srcHeight = p->srcPtr.ysize;
+    q.dstXInBytes = p->dstPos.x;
+    q.dstY = p->dstPos.y;
+    q.dstZ = p->dstPos.z;
+    q.dstPitch = p->dstPtr.pitch;
+    q.dstHeight = p->dstPtr.ysize;
+    q.WidthInBytes = p->extent.width;
+    q.Height = p->extent.height;
+    q.Depth = p->extent.depth;
+    return async ? DRV(Memcpy3DPeerAsync, ptsz, &q, s) : DRV(Memcpy3DPeer, ptsz, &q);
+}
+
+cudaError_t cudaMemcpy3DPeer(const struct cudaMemcpy3DPeerParms *p)
+{
+    return memcpy3d_peer(p, NULL, 0, 0);
+}
+
+cudaError_t cudaMemcpy3DPeer_ptds(const struct cudaMemcpy3DPeerParms *p)
+{
+    return memcpy3d_peer(p, NULL, 1, 0);
+}
+
+cudaError_t cudaMemcpy3DPeerAsync(const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream)
+{
+    return memcpy3d_peer(p, stream, 0, 1);
+}
+
+cudaError_t cudaMemcpy3DPeerAsync_ptsz(const struct cudaMemcpy3DPeerParms *p, cudaStream_t stream)
+{
+    return memcpy3d_peer(p, stream, 1, 1);
+}
+
+/* Pointers and CUdeviceptr, cudaMemcpyAttributes and CUmemcpyAttributes share
+ * their layouts, so the arrays pass through as the real runtime passes them. */
+static cudaError_t memcpy_batch(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,
+                                struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+                                cudaStream_t s, int ptsz)
+{
+    return DRV(MemcpyBatchAsync, ptsz, (CUdeviceptr *)(uintptr_t)dsts, (CUdeviceptr *)(uintptr_t)srcs,
+               (size_t *)(uintptr_t)sizes, count, (CUmemcpyAttributes *)(void *)attrs, attrsIdxs, numAttrs, s);
+}
+
+cudaError_t cudaMemcpyBatchAsync(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,
+                                 struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+                                 cudaStream_t stream)
+{
+    return memcpy_batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream, 0);
+}
+
+cudaError_t cudaMemcpyBatchAsync_ptsz(void *const *dsts, const void *const *srcs, const size_t *sizes, size_t count,
+                                      struct cudaMemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+                                      cudaStream_t stream)
+{
+    return memcpy_batch(dsts, srcs, sizes, count, attrs, attrsIdxs, numAttrs, stream, 1);
 }
 
 cudaError_t cudaMemset(void *devPtr, int value, size_t count)
@@ -454,6 +739,178 @@ cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t 
 cudaError_t cudaMemsetAsync_ptsz(void *devPtr, int value, size_t count, cudaStream_t stream)
 {
     return DRV(MemsetD8Async, 1, DP(devPtr), (unsigned char)value, count, stream);
+}
+
+cudaError_t cudaMemset2D(void *devPtr, size_t pitch, int value, size_t width, size_t height)
+{
+    return DRV(MemsetD2D8, 0, DP(devPtr), pitch, (unsigned char)value, width, height);
+}
+
+cudaError_t cudaMemset2D_ptds(void *devPtr, size_t pitch, int value, size_t width, size_t height)
+{
+    return DRV(MemsetD2D8, 1, DP(devPtr), pitch, (unsigned char)value, width, height);
+}
+
+cudaError_t cudaMemset2DAsync(void *devPtr, size_t pitch, int value, size_t width, size_t height,
+                              cudaStream_t stream)
+{
+    return DRV(MemsetD2D8Async, 0, DP(devPtr), pitch, (unsigned char)value, width, height, stream);
+}
+
+cudaError_t cudaMemset2DAsync_ptsz(void *devPtr, size_t pitch, int value, size_t width, size_t height,
+                                   cudaStream_t stream)
+{
+    return DRV(MemsetD2D8Async, 1, DP(devPtr), pitch, (unsigned char)value, width, height, stream);
+}
+
+/* One 2D memset a slice, in stream order; slices are pitch * ysize apart. */
+static cudaError_t memset3d(struct cudaPitchedPtr p, int value, struct cudaExtent e, cudaStream_t s, int ptsz,
+                            int async)
+{
+    size_t ysize = p.ysize ? p.ysize : e.height;
+    if (!p.ptr || (e.depth > 1 && ysize < e.height) || (e.height > 1 && p.pitch < e.width))
+        return ret(cudaErrorInvalidValue);
+    size_t pitch = p.pitch ? p.pitch : e.width;
+    for (size_t z = 0; z < e.depth; z++) {
+        CUdeviceptr d = DP((char *)p.ptr + z * pitch * ysize);
+        cudaError_t r = async ? DRV(MemsetD2D8Async, ptsz, d, pitch, (unsigned char)value, e.width, e.height, s)
+                              : DRV(MemsetD2D8, ptsz, d, pitch, (unsigned char)value, e.width, e.height);
+        if (r != cudaSuccess)
+            return r;
+    }
+    return cudaSuccess;
+}
+
+cudaError_t cudaMemset3D(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent)
+{
+    return memset3d(pitchedDevPtr, value, extent, NULL, 0, 0);
+}
+
+cudaError_t cudaMemset3D_ptds(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent)
+{
+    return memset3d(pitchedDevPtr, value, extent, NULL, 1, 0);
+}
+
+cudaError_t cudaMemset3DAsync(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent,
+                              cudaStream_t stream)
+{
+    return memset3d(pitchedDevPtr, value, extent, stream, 0, 1);
+}
+
+cudaError_t cudaMemset3DAsync_ptsz(struct cudaPitchedPtr pitchedDevPtr, int value, struct cudaExtent extent,
+                                   cudaStream_t stream)
+{
+    return memset3d(pitchedDevPtr, value, extent, stream, 1, 1);
+}
+
+/* ----------------------------------------------------------------- symbols */
+
+/* The current context's copy of a __device__ variable registered with
+ * simRegisterSymbol; offset + count must stay inside it. */
+static cudaError_t symbol_at(const void *symbol, size_t offset, size_t count, char **at)
+{
+    void *dev = NULL;
+    size_t size = 0;
+    CUresult r = simc_symbol(symbol, &dev, &size);
+    if (r == CUDA_ERROR_NOT_FOUND)
+        return cudaErrorInvalidSymbol;
+    if (r != CUDA_SUCCESS)
+        return (cudaError_t)r;
+    if (offset > size || count > size - offset)
+        return cudaErrorInvalidValue;
+    *at = (char *)dev + offset;
+    return cudaSuccess;
+}
+
+static cudaError_t to_symbol(const void *symbol, const void *src, size_t count, size_t offset,
+                             enum cudaMemcpyKind kind, cudaStream_t s, int ptsz, int async)
+{
+    char *at;
+    if (kind != cudaMemcpyHostToDevice && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+        return ret(cudaErrorInvalidMemcpyDirection);
+    cudaError_t e = symbol_at(symbol, offset, count, &at);
+    if (e != cudaSuccess)
+        return ret(e);
+    return async ? DRV(MemcpyAsync, ptsz, DP(at), DP(src), count, s) : DRV(Memcpy, ptsz, DP(at), DP(src), count);
+}
+
+static cudaError_t from_symbol(void *dst, const void *symbol, size_t count, size_t offset,
+                               enum cudaMemcpyKind kind, cudaStream_t s, int ptsz, int async)
+{
+    char *at;
+    if (kind != cudaMemcpyDeviceToHost && kind != cudaMemcpyDeviceToDevice && kind != cudaMemcpyDefault)
+        return ret(cudaErrorInvalidMemcpyDirection);
+    cudaError_t e = symbol_at(symbol, offset, count, &at);
+    if (e != cudaSuccess)
+        return ret(e);
+    return async ? DRV(MemcpyAsync, ptsz, DP(dst), DP(at), count, s) : DRV(Memcpy, ptsz, DP(dst), DP(at), count);
+}
+
+cudaError_t cudaMemcpyToSymbol(const void *symbol, const void *src, size_t count, size_t offset,
+                               enum cudaMemcpyKind kind)
+{
+    return to_symbol(symbol, src, count, offset, kind, NULL, 0, 0);
+}
+
+cudaError_t cudaMemcpyToSymbol_ptds(const void *symbol, const void *src, size_t count, size_t offset,
+                                    enum cudaMemcpyKind kind)
+{
+    return to_symbol(symbol, src, count, offset, kind, NULL, 1, 0);
+}
+
+cudaError_t cudaMemcpyToSymbolAsync(const void *symbol, const void *src, size_t count, size_t offset,
+                                    enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    return to_symbol(symbol, src, count, offset, kind, stream, 0, 1);
+}
+
+cudaError_t cudaMemcpyToSymbolAsync_ptsz(const void *symbol, const void *src, size_t count, size_t offset,
+                                         enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    return to_symbol(symbol, src, count, offset, kind, stream, 1, 1);
+}
+
+cudaError_t cudaMemcpyFromSymbol(void *dst, const void *symbol, size_t count, size_t offset,
+                                 enum cudaMemcpyKind kind)
+{
+    return from_symbol(dst, symbol, count, offset, kind, NULL, 0, 0);
+}
+
+cudaError_t cudaMemcpyFromSymbol_ptds(void *dst, const void *symbol, size_t count, size_t offset,
+                                      enum cudaMemcpyKind kind)
+{
+    return from_symbol(dst, symbol, count, offset, kind, NULL, 1, 0);
+}
+
+cudaError_t cudaMemcpyFromSymbolAsync(void *dst, const void *symbol, size_t count, size_t offset,
+                                      enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    return from_symbol(dst, symbol, count, offset, kind, stream, 0, 1);
+}
+
+cudaError_t cudaMemcpyFromSymbolAsync_ptsz(void *dst, const void *symbol, size_t count, size_t offset,
+                                           enum cudaMemcpyKind kind, cudaStream_t stream)
+{
+    return from_symbol(dst, symbol, count, offset, kind, stream, 1, 1);
+}
+
+cudaError_t cudaGetSymbolAddress(void **devPtr, const void *symbol)
+{
+    char *at;
+    if (!devPtr)
+        return ret(cudaErrorInvalidValue);
+    cudaError_t e = symbol_at(symbol, 0, 0, &at);
+    if (e == cudaSuccess)
+        *devPtr = at;
+    return ret(e);
+}
+
+cudaError_t cudaGetSymbolSize(size_t *size, const void *symbol)
+{
+    if (!size)
+        return ret(cudaErrorInvalidValue);
+    CUresult r = simc_symbol(symbol, NULL, size);
+    return ret(r == CUDA_ERROR_NOT_FOUND ? cudaErrorInvalidSymbol : (cudaError_t)r);
 }
 
 /* ----------------------------------------------------------------- streams */
@@ -723,6 +1180,50 @@ cudaError_t cudaFuncGetParamInfo(const void *func, size_t paramIndex, size_t *pa
     return DRV(FuncGetParamInfo, 0, (CUfunction)(void *)k, paramIndex, paramOffset, paramSize);
 }
 
+/* cudaFuncAttribute and CUfunction_attribute agree on the settable ones. */
+cudaError_t cudaFuncSetAttribute(const void *func, enum cudaFuncAttribute attr, int value)
+{
+    struct CUkern_st *k = simc_kernel_lookup(func);
+    if (!k)
+        return ret(cudaErrorInvalidDeviceFunction);
+    return DRV(FuncSetAttribute, 0, (CUfunction)(void *)k, (CUfunction_attribute)attr, value);
+}
+
+cudaError_t cudaFuncGetAttributes(struct cudaFuncAttributes *attr, const void *func)
+{
+    struct CUkern_st *k = simc_kernel_lookup(func);
+    if (!k)
+        return ret(cudaErrorInvalidDeviceFunction);
+    if (!attr)
+        return ret(cudaErrorInvalidValue);
+    memset(attr, 0, sizeof(*attr));
+    CUfunction f = (CUfunction)(void *)k;
+    int v[CU_FUNC_ATTRIBUTE_MAX];
+    for (int a = 0; a < CU_FUNC_ATTRIBUTE_MAX; a++) {
+        v[a] = 0;
+        cudaError_t e = DRV(FuncGetAttribute, 0, &v[a], (CUfunction_attribute)a, f);
+        if (e != cudaSuccess)
+            return e;
+    }
+    attr->sharedSizeBytes = (size_t)v[CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES];
+    attr->constSizeBytes = (size_t)v[CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES];
+    attr->localSizeBytes = (size_t)v[CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES];
+    attr->maxThreadsPerBlock = v[CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK];
+    attr->numRegs = v[CU_FUNC_ATTRIBUTE_NUM_REGS];
+    attr->ptxVersion = v[CU_FUNC_ATTRIBUTE_PTX_VERSION];
+    attr->binaryVersion = v[CU_FUNC_ATTRIBUTE_BINARY_VERSION];
+    attr->cacheModeCA = v[CU_FUNC_ATTRIBUTE_CACHE_MODE_CA];
+    attr->maxDynamicSharedSizeBytes = v[CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES];
+    attr->preferredShmemCarveout = v[CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT];
+    attr->clusterDimMustBeSet = v[CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET];
+    attr->requiredClusterWidth = v[CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH];
+    attr->requiredClusterHeight = v[CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT];
+    attr->requiredClusterDepth = v[CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH];
+    attr->clusterSchedulingPolicyPreference = v[CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE];
+    attr->nonPortableClusterSizeAllowed = v[CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED];
+    return cudaSuccess;
+}
+
 cudaError_t cudaFuncGetName(const char **name, const void *func)
 {
     struct CUkern_st *k = simc_kernel_lookup(func);
@@ -742,6 +1243,23 @@ cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMo
 cudaError_t cudaStreamBeginCapture_ptsz(cudaStream_t stream, enum cudaStreamCaptureMode mode)
 {
     return DRV(StreamBeginCapture, 1, stream, (CUstreamCaptureMode)mode);
+}
+
+cudaError_t cudaStreamBeginCaptureToGraph(cudaStream_t stream, cudaGraph_t graph, const cudaGraphNode_t *dependencies,
+                                          const cudaGraphEdgeData *dependencyData, size_t numDependencies,
+                                          enum cudaStreamCaptureMode mode)
+{
+    return DRV(StreamBeginCaptureToGraph, 0, stream, graph, dependencies, (const CUgraphEdgeData *)dependencyData,
+               numDependencies, (CUstreamCaptureMode)mode);
+}
+
+cudaError_t cudaStreamBeginCaptureToGraph_ptsz(cudaStream_t stream, cudaGraph_t graph,
+                                               const cudaGraphNode_t *dependencies,
+                                               const cudaGraphEdgeData *dependencyData, size_t numDependencies,
+                                               enum cudaStreamCaptureMode mode)
+{
+    return DRV(StreamBeginCaptureToGraph, 1, stream, graph, dependencies, (const CUgraphEdgeData *)dependencyData,
+               numDependencies, (CUstreamCaptureMode)mode);
 }
 
 cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph)
@@ -809,6 +1327,18 @@ cudaError_t cudaGraphCreate(cudaGraph_t *pGraph, unsigned int flags)
 cudaError_t cudaGraphDestroy(cudaGraph_t graph)
 {
     return retc(simc_graph_destroy(graph));
+}
+
+cudaError_t cudaGraphClone(cudaGraph_t *pGraphClone, cudaGraph_t originalGraph)
+{
+    return retc(simc_graph_clone(pGraphClone, originalGraph));
+}
+
+cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
+                                       const cudaGraphNode_t *pDependencies, size_t numDependencies,
+                                       cudaGraph_t childGraph)
+{
+    return retc(simc_graph_add_child(pGraphNode, graph, pDependencies, numDependencies, childGraph));
 }
 
 static cudaError_t kernel_work(sim_work *w, const struct cudaKernelNodeParams *p)
@@ -1076,4 +1606,73 @@ cudaError_t cudaGraphExecUpdate(cudaGraphExec_t hGraphExec, cudaGraph_t hGraph,
         resultInfo->errorNode = err;
     }
     return retc(r);
+}
+
+/* ---------------------------------------------------- driver entry points */
+
+/* As the real runtime does: the driver's cuGetProcAddress_v2 from dlopen and
+ * dlsym, so an interposed dlsym sees the lookup, then the name through it. A
+ * name it does not know is an answer (NULL, SymbolNotFound), not an error. */
+static cudaError_t entry_point(const char *symbol, void **funcPtr, unsigned cudaVersion, unsigned long long flags,
+                               enum cudaDriverEntryPointQueryResult *driverStatus, int ptsz)
+{
+    if (driverStatus)
+        *driverStatus = cudaDriverEntryPointSymbolNotFound;
+    if (!symbol || !funcPtr)
+        return ret(cudaErrorInvalidValue);
+    *funcPtr = NULL;
+    if (cudaVersion > CUDA_VERSION)
+        return ret(cudaErrorInvalidValue);
+    cuuint64_t cf;
+    if (flags == cudaEnableDefault)
+        cf = ptsz ? CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM : CU_GET_PROC_ADDRESS_LEGACY_STREAM;
+    else if (flags == cudaEnableLegacyStream)
+        cf = CU_GET_PROC_ADDRESS_LEGACY_STREAM;
+    else if (flags == cudaEnablePerThreadDefaultStream)
+        cf = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    else
+        return ret(cudaErrorInvalidValue);
+    void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
+    if (!h)
+        return ret(cudaErrorInitializationError);
+    __typeof__(&cuGetProcAddress_v2) gpa = (__typeof__(&cuGetProcAddress_v2))dlsym(h, "cuGetProcAddress_v2");
+    if (!gpa) {
+        dlclose(h);
+        return ret(cudaErrorInitializationError);
+    }
+    CUdriverProcAddressQueryResult st = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    if (gpa(symbol, funcPtr, (int)cudaVersion, cf, &st) != CUDA_SUCCESS)
+        *funcPtr = NULL;
+    dlclose(h);
+    if (driverStatus)
+        *driverStatus = st == CU_GET_PROC_ADDRESS_SUCCESS                  ? cudaDriverEntryPointSuccess
+                        : st == CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT ? cudaDriverEntryPointVersionNotSufficent
+                                                                           : cudaDriverEntryPointSymbolNotFound;
+    return cudaSuccess;
+}
+
+cudaError_t cudaGetDriverEntryPoint(const char *symbol, void **funcPtr, unsigned long long flags,
+                                    enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+    return entry_point(symbol, funcPtr, CUDART_VERSION, flags, driverStatus, 0);
+}
+
+cudaError_t cudaGetDriverEntryPoint_ptsz(const char *symbol, void **funcPtr, unsigned long long flags,
+                                         enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+    return entry_point(symbol, funcPtr, CUDART_VERSION, flags, driverStatus, 1);
+}
+
+cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr, unsigned int cudaVersion,
+                                             unsigned long long flags,
+                                             enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+    return entry_point(symbol, funcPtr, cudaVersion, flags, driverStatus, 0);
+}
+
+cudaError_t cudaGetDriverEntryPointByVersion_ptsz(const char *symbol, void **funcPtr, unsigned int cudaVersion,
+                                                  unsigned long long flags,
+                                                  enum cudaDriverEntryPointQueryResult *driverStatus)
+{
+    return entry_point(symbol, funcPtr, cudaVersion, flags, driverStatus, 1);
 }

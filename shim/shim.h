@@ -1,0 +1,66 @@
+/* What the two halves of the shim share: the real functions of the
+ * hand-written wrappers, the trampolines' real pointers, and counting. */
+#ifndef CG_SHIM_H
+#define CG_SHIM_H
+
+#include "api.h"
+#include "backend.h"
+#include "engine.h"
+#include "log.h"
+#include "options.h"
+#include "special.h"
+#include "stats.h"
+
+/* The runtime's functions behind the hand-written runtime wrappers. */
+struct cg_rt_table {
+#define CG_RT(kind, name, family, pt, params, args) cudaError_t (*name) params;
+#include "cuda_api.def"
+#undef CG_RT
+};
+extern struct cg_rt_table cg_real CG_HIDDEN;
+
+/* The driver's functions behind the hand-written driver wrappers. */
+struct cg_drv_table {
+#define CG_DRV(kind, name, family, query, since, pt, params, args) CUresult (*name) params;
+#include "cuda_api.def"
+#undef CG_DRV
+};
+extern struct cg_drv_table cg_drv CG_HIDDEN;
+
+/* Set after a runtime boundary jumped to the real function, until the
+ * thread's next call of another kind. */
+extern CG_TLS int cg_nested CG_HIDDEN;
+
+/* Real functions of the trampolines, by entry. */
+extern void *cg_tramp_real[CG_E_COUNT] CG_HIDDEN;
+
+void *cg_rt_real(void **slot, const char *name) CG_HIDDEN;
+void *cg_drv_handle(void) CG_HIDDEN;
+void **cg_hand_slot_of(int entry) CG_HIDDEN;
+/* The real function behind an entry, resolved if it was not yet. */
+void *cg_entry_real(int entry) CG_HIDDEN;
+
+/* The runtime's lookups of driver functions hand out cgraft's wrappers. */
+static inline void cg_pre_rt_driver_entry(int entry, int pt, const char *symbol, void **pfn,
+					  unsigned long long flags, enum cudaDriverEntryPointQueryResult *status)
+{
+	(void)entry, (void)pt, (void)symbol, (void)pfn, (void)flags, (void)status;
+}
+static inline void cg_pre_rt_driver_entry_version(int entry, int pt, const char *symbol, void **pfn,
+						  unsigned int version, unsigned long long flags,
+						  enum cudaDriverEntryPointQueryResult *status)
+{
+	(void)entry, (void)pt, (void)symbol, (void)pfn, (void)version, (void)flags, (void)status;
+}
+void cg_post_rt_driver_entry(int entry, int pt, int rc, const char *symbol, void **pfn, unsigned long long flags,
+			     enum cudaDriverEntryPointQueryResult *status) CG_HIDDEN;
+void cg_post_rt_driver_entry_version(int entry, int pt, int rc, const char *symbol, void **pfn,
+				     unsigned int version, unsigned long long flags,
+				     enum cudaDriverEntryPointQueryResult *status) CG_HIDDEN;
+
+static inline void cg_count(int entry)
+{
+	atomic_fetch_add_explicit(&cg_stats.calls[entry], 1, memory_order_relaxed);
+}
+
+#endif

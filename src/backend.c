@@ -1,0 +1,96 @@
+/* Finds the real driver for cgraft's own calls, once: libcuda.so.1's
+ * cuGetProcAddress_v2 asked for the current ABI of each entry point. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+
+#include "backend.h"
+#include "log.h"
+
+static struct cg_backend cg_real_bk;
+const struct cg_backend *cg_bk = &cg_real_bk;
+static pthread_once_t cg_bk_once = PTHREAD_ONCE_INIT;
+static int cg_bk_state; /* 1 found, -1 not */
+
+/* glibc's own dlsym: the exported one is cgraft's. */
+void *(*cg_real_dlsym_v234)(void *, const char *) CG_HIDDEN;
+void *(*cg_real_dlsym_v225)(void *, const char *) CG_HIDDEN;
+
+void *cg_dlsym_real(void *handle, const char *name)
+{
+	void *(*f)(void *, const char *) = __atomic_load_n(&cg_real_dlsym_v234, __ATOMIC_ACQUIRE);
+	if (!f) {
+		f = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+		void *(*old)(void *, const char *) =
+			(void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+		if (!f)
+			f = old;
+		__atomic_store_n(&cg_real_dlsym_v225, old ? old : f, __ATOMIC_RELEASE);
+		__atomic_store_n(&cg_real_dlsym_v234, f, __ATOMIC_RELEASE);
+	}
+	return f ? f(handle, name) : NULL;
+}
+
+/* The runtime is optional: a program with a static one has none cgraft
+ * could reach, and launches no runtime stubs through cgraft. It may also be
+ * loaded after the driver (Python imports), so a miss is asked again. */
+int cg_backend_runtime(void)
+{
+	if (cg_bk != &cg_real_bk)
+		return 0;
+	if (__atomic_load_n(&cg_real_bk.rt_get_kernel, __ATOMIC_ACQUIRE))
+		return 0;
+	void *rt = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD);
+#define CG_BK_RT(field, query, decl)                                               \
+	__atomic_store_n(&cg_real_bk.field,                                     \
+			 (__typeof__(cg_real_bk.field))cg_dlsym_real(rt ? rt : RTLD_NEXT, query), \
+			 __ATOMIC_RELEASE);
+	CG_BACKEND_RUNTIME(CG_BK_RT)
+#undef CG_BK_RT
+	if (rt)
+		dlclose(rt);
+	return cg_real_bk.rt_get_kernel ? 0 : -ENOENT;
+}
+
+static void cg_backend_find(void)
+{
+	void *h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	if (!h)
+		h = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+	CUresult (*gpa)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *) =
+		h ? (__typeof__(gpa))cg_dlsym_real(h, "cuGetProcAddress_v2") : NULL;
+	int missing = !gpa;
+	if (gpa) {
+		CUdriverProcAddressQueryResult st;
+#define CG_BK_FIND(field, name, version, req)                                    \
+		if (gpa(#name, (void **)&cg_real_bk.field, version, 0, &st) != CUDA_SUCCESS || \
+		    !cg_real_bk.field) {                                            \
+			cg_real_bk.field = NULL;                                    \
+			missing |= req;                                             \
+		}
+		CG_BACKEND_DRIVER(CG_BK_FIND)
+#undef CG_BK_FIND
+	}
+	cg_backend_runtime();
+	if (missing) {
+		cg_log(CG_LOG_WARN, CG_FAULT_DRIVER,
+		       "%s: cgraft cannot build graphs and passes every call through",
+		       h ? "the CUDA driver lacks entry points cgraft needs (driver older than CUDA 12.4?)"
+			 : "libcuda.so.1 cannot be opened");
+	}
+	cg_bk_state = missing ? -1 : 1;
+}
+
+int cg_backend_ready(void)
+{
+	if (cg_bk != &cg_real_bk)
+		return 0;
+	pthread_once(&cg_bk_once, cg_backend_find);
+	return cg_bk_state > 0 ? 0 : -ENOENT;
+}
+
+void cg_backend_set(const struct cg_backend *bk)
+{
+	cg_bk = bk ? bk : &cg_real_bk;
+}

@@ -1,0 +1,103 @@
+/* The one table of real CUDA functions cgraft calls for its own work: graph
+ * construction, launch, event and stream bookkeeping, the eager submission of
+ * held work, kernel layouts. All of it goes through the driver, which keeps no
+ * per-thread error state, so cgraft never touches the program's
+ * cudaGetLastError(). A test may install a table of its own. */
+#ifndef CG_BACKEND_H
+#define CG_BACKEND_H
+
+#include <cudaTypedefs.h>
+
+#include "api.h"
+#include "base.h"
+
+/* field, query name, the ABI asked for (cudaTypedefs.h's PFN_<query>_v<n>,
+ * asked for at version n so that the driver hands out exactly that one), and
+ * whether cgraft needs it at all (others are used where the driver has them) */
+#define CG_BACKEND_DRIVER(X)                                                           \
+	X(ctx_get_current, cuCtxGetCurrent, 4000, 1)                                 \
+	X(ctx_set_current, cuCtxSetCurrent, 4000, 1)                                 \
+	X(ctx_push, cuCtxPushCurrent, 4000, 1)                                       \
+	X(ctx_pop, cuCtxPopCurrent, 4000, 1)                                         \
+	X(ctx_get_device, cuCtxGetDevice, 2000, 1)                                   \
+	X(func_param_info, cuFuncGetParamInfo, 12040, 0)                             \
+	X(kernel_param_info, cuKernelGetParamInfo, 12040, 0)                         \
+	X(func_name, cuFuncGetName, 12030, 0)                                        \
+	X(kernel_name, cuKernelGetName, 12030, 0)                                    \
+	X(pointer_attrs, cuPointerGetAttributes, 7000, 1)                            \
+	X(mem_alloc_host, cuMemAllocHost, 3020, 1)                                   \
+	X(mem_free_host, cuMemFreeHost, 2000, 1)                                     \
+	X(stream_flags, cuStreamGetFlags, 5050, 1)                                   \
+	X(stream_sync, cuStreamSynchronize, 2000, 1)                                 \
+	X(event_create, cuEventCreate, 2000, 1)                                      \
+	X(event_destroy, cuEventDestroy, 4000, 1)                                    \
+	X(event_record, cuEventRecord, 2000, 1)                                      \
+	X(event_query, cuEventQuery, 2000, 1)                                        \
+	X(event_sync, cuEventSynchronize, 2000, 1)                                   \
+	X(stream_wait, cuStreamWaitEvent, 3020, 1)                                   \
+	X(graph_create, cuGraphCreate, 10000, 1)                                     \
+	X(graph_destroy, cuGraphDestroy, 10000, 1)                                   \
+	X(graph_add_kernel, cuGraphAddKernelNode, 12000, 1)                          \
+	X(graph_kernel_attr, cuGraphKernelNodeSetAttribute, 11000, 0)                \
+	X(graph_add_memcpy, cuGraphAddMemcpyNode, 10000, 1)                          \
+	X(graph_add_memset, cuGraphAddMemsetNode, 10000, 1)                          \
+	X(graph_add_host, cuGraphAddHostNode, 10000, 1)                              \
+	X(graph_add_record, cuGraphAddEventRecordNode, 11010, 1)                     \
+	X(graph_instantiate, cuGraphInstantiateWithFlags, 11040, 1)                  \
+	X(exec_destroy, cuGraphExecDestroy, 10000, 1)                                \
+	X(exec_set_kernel, cuGraphExecKernelNodeSetParams, 12000, 1)                 \
+	X(exec_set_memcpy, cuGraphExecMemcpyNodeSetParams, 10020, 1)                 \
+	X(exec_set_memset, cuGraphExecMemsetNodeSetParams, 10020, 1)                 \
+	X(exec_set_host, cuGraphExecHostNodeSetParams, 10020, 1)                     \
+	X(graph_launch, cuGraphLaunch, 10000, 1)                                     \
+	X(launch_kernel, cuLaunchKernel, 4000, 1)                                    \
+	X(launch_kernel_ex, cuLaunchKernelEx, 11060, 0)                              \
+	X(memcpy_async, cuMemcpyAsync, 4000, 1)                                      \
+	X(memcpy3d_async, cuMemcpy3DAsync, 3020, 0)                                  \
+	X(memset8_async, cuMemsetD8Async, 3020, 1)                                   \
+	X(memset16_async, cuMemsetD16Async, 3020, 0)                                 \
+	X(memset32_async, cuMemsetD32Async, 3020, 0)                                 \
+	X(memset2d8_async, cuMemsetD2D8Async, 3020, 0)                               \
+	X(memset2d16_async, cuMemsetD2D16Async, 3020, 0)                             \
+	X(memset2d32_async, cuMemsetD2D32Async, 3020, 0)                             \
+	X(host_func, cuLaunchHostFunc, 10000, 1)
+
+/* The runtime the program loaded, for the two things only it knows: the
+ * kernel behind a host stub, and a __device__ variable's address. Both are
+ * asked right before the program's own call on the same handle, which would
+ * fail the same way. */
+#define CG_BACKEND_RUNTIME(X)                                                   \
+	X(rt_get_kernel, "cudaGetKernel", cudaGetKernel)                        \
+	X(rt_symbol_address, "cudaGetSymbolAddress", cudaGetSymbolAddress)
+
+struct cg_backend {
+#define CG_BK_FIELD(field, name, version, req) PFN_##name##_v##version field;
+#define CG_BK_RT_FIELD(field, query, decl) __typeof__(&decl) field;
+	CG_BACKEND_DRIVER(CG_BK_FIELD)
+	CG_BACKEND_RUNTIME(CG_BK_RT_FIELD)
+#undef CG_BK_FIELD
+#undef CG_BK_RT_FIELD
+};
+
+/* The table in use; valid once cg_backend_ready() returned 0. */
+extern const struct cg_backend *cg_bk CG_HIDDEN;
+/* Finds the real driver (and the program's runtime, where there is one);
+ * 0 when the driver's entry points are there, -ENOENT otherwise. */
+int cg_backend_ready(void) CG_HIDDEN;
+/* The runtime's two helpers, looked up again while missing; 0 once found. */
+int cg_backend_runtime(void) CG_HIDDEN;
+/* glibc's dlsym, for cgraft's own lookups (the exported dlsym is cgraft's). */
+void *cg_dlsym_real(void *handle, const char *name) CG_HIDDEN;
+/* For tests: replaces the table (NULL: back to the real one). */
+void cg_backend_set(const struct cg_backend *bk) CG_HIDDEN;
+
+/* A real call made by cgraft: its own wrappers let it through. */
+#define CG_BK(fn, ...)                                                          \
+	({                                                                      \
+		cg_busy++;                                                      \
+		CUresult rc_ = cg_bk->fn ? (CUresult)cg_bk->fn(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED; \
+		cg_busy--;                                                      \
+		rc_;                                                            \
+	})
+
+#endif

@@ -1,0 +1,29 @@
+/* What every part of cgraft shares: visibility, the per-thread depth of
+ * cgraft's own CUDA calls, and the clock. */
+#ifndef CG_BASE_H
+#define CG_BASE_H
+
+#include <stdatomic.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#define CG_HIDDEN __attribute__((visibility("hidden")))
+#define CG_EXPORT __attribute__((visibility("default")))
+#define cg_likely(x) __builtin_expect(!!(x), 1)
+#define cg_unlikely(x) __builtin_expect(!!(x), 0)
+#define CG_TLS __thread __attribute__((tls_model("initial-exec")))
+
+/* Depth of cgraft's own calls into CUDA on this thread: what cgraft submits
+ * itself (graph launches, flushed ops), and what the program's real call does
+ * underneath a wrapper, must not be taken for the program's work. */
+extern CG_TLS int cg_busy CG_HIDDEN;
+
+static inline uint64_t cg_now_ns(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+#endif

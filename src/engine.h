@@ -1,0 +1,43 @@
+/* The engine as the shim sees it: ops arrive, boundaries pass, and the
+ * specials that need the engine's state (events, destroyed handles, the
+ * program's own capture, its switch). */
+#ifndef CG_ENGINE_H
+#define CG_ENGINE_H
+
+#include "op.h"
+
+/* Whether the engine looks at calls at all (off: pass-through, counted).
+ * Read without the lock by the wrappers, again under it by the engine. */
+extern atomic_int cg_engine_on CG_HIDDEN;
+void cg_init(void) CG_HIDDEN;
+
+enum {
+	CG_EAGER = 0,    /* the caller makes the real call, then cg_engine_op_done() */
+	CG_DEFERRED = 1, /* held (or replayed): the call returns success */
+	CG_PASS = 2,     /* the caller makes the real call, and reports nothing */
+};
+/* An op arrives through a wrapper, normalised; its arguments are the
+ * caller's until the wrapper returns. */
+int cg_engine_op(struct cg_op *op) CG_HIDDEN;
+/* After the real call of an op cg_engine_op() returned CG_EAGER for. */
+void cg_engine_op_done(struct cg_op *op, int ok) CG_HIDDEN;
+
+/* A call cgraft does not hold: held work goes out first. kind is CG_K_SYNC
+ * (the host waits for or looks at device work), CG_K_BND (work cgraft does
+ * not model, counted with why against entry) or CG_K_RESET (also forget
+ * every graph and kernel layout). */
+void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why) CG_HIDDEN;
+/* A stream or event is destroyed: held work goes out and graphs naming it go. */
+void cg_engine_forget_handle(int entry, CUstream s, CUevent e) CG_HIDDEN;
+/* Whether a query of or wait on event e sees what it would see eagerly with
+ * the held work out: e is not recorded by held work. */
+int cg_engine_event_independent(CUevent e) CG_HIDDEN;
+/* The program's own capture, through the runtime or the driver. */
+void cg_capture_begin(void) CG_HIDDEN;
+void cg_capture_end(void) CG_HIDDEN;
+/* At exit: what is held goes out. */
+void cg_engine_exit(void) CG_HIDDEN;
+/* A forked child: pass-through for good, nothing inherited is submitted. */
+void cg_engine_forked_child(void) CG_HIDDEN;
+
+#endif

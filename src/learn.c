@@ -1,0 +1,212 @@
+/* Learning what recurs. A run of eager ops that recurs whole becomes one
+ * template (or a chain of them). One that recurs but for a few ops that vary
+ * (a grid that grows with a sequence, a step's own buffer) is compared with
+ * the last run found at the same place (after the same template, starting
+ * with the same op): the stretches both share become templates of their own,
+ * and the ops between them stay eager. No CUDA here. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "tmpl.h"
+
+/* ---- seen shapes ---------------------------------------------------------- */
+#define CG_SEEN_SLOTS 4096
+
+static struct {
+	uint64_t key;
+	size_t n;
+	long count;
+} cg_seen[CG_SEEN_SLOTS];
+
+/* Direct-mapped: a collision only delays a build, never makes one wrong
+ * (templates compare every op before they are used). */
+static long cg_seen_note(uint64_t key, size_t n, long at_least)
+{
+	size_t i = (size_t)(key ^ key >> 31) & (CG_SEEN_SLOTS - 1);
+	if (cg_seen[i].key != key || cg_seen[i].n != n) {
+		cg_seen[i].key = key;
+		cg_seen[i].n = n;
+		cg_seen[i].count = 0;
+	}
+	cg_seen[i].count++;
+	if (cg_seen[i].count < at_least)
+		cg_seen[i].count = at_least;
+	return cg_seen[i].count;
+}
+
+void cg_learn_failed(const struct cg_op *ops, size_t n)
+{
+	uint64_t key = cg_tmpl_key(ops, n);
+	size_t i = (size_t)(key ^ key >> 31) & (CG_SEEN_SLOTS - 1);
+	cg_seen[i].key = key;
+	cg_seen[i].n = n;
+	cg_seen[i].count = -(1l << 20); /* do not try again soon */
+}
+
+/* ---- the last run at each place ---------------------------------------------- */
+#define CG_HIST_SLOTS 256
+#define CG_HIST_MAX 8192
+
+static struct {
+	const void *anchor;
+	uint64_t first;
+	uint64_t *shape;
+	size_t n;
+} cg_hist[CG_HIST_SLOTS];
+
+static size_t cg_hist_slot(const void *anchor, uint64_t first)
+{
+	uint64_t h = ((uint64_t)(uintptr_t)anchor * 0x9E3779B97F4A7C15ull) ^ first;
+	return (size_t)(h ^ h >> 29) & (CG_HIST_SLOTS - 1);
+}
+
+void cg_learn_forget(void)
+{
+	for (size_t i = 0; i < CG_HIST_SLOTS; i++) {
+		free(cg_hist[i].shape);
+		memset(&cg_hist[i], 0, sizeof cg_hist[i]);
+	}
+	memset(cg_seen, 0, sizeof cg_seen);
+}
+
+/* ---- matching blocks (Myers' O(ND) difference, D bounded) ---------------------- */
+#define CG_DIFF_MAX_D 48
+#define CG_PIECE_MIN 4
+
+struct cg_block {
+	size_t x, len; /* in the new run */
+};
+
+/* Common stretches of a (new) and b (last), longest path of matches first;
+ * at most maxb, each at least minlen; -1 when they differ in more than
+ * CG_DIFF_MAX_D places. */
+static int cg_diff_blocks(const uint64_t *a, size_t n, const uint64_t *b, size_t m, size_t minlen,
+			  struct cg_block *out, int maxb)
+{
+	enum { W = 2 * CG_DIFF_MAX_D + 3, OFF = CG_DIFF_MAX_D + 1 };
+	static long trace[CG_DIFF_MAX_D + 1][W]; /* under the engine lock */
+	long v[W];
+	int dfin = -1;
+	memset(v, 0, sizeof v);
+	for (int d = 0; d <= CG_DIFF_MAX_D && dfin < 0; d++) {
+		for (int k = -d; k <= d; k += 2) {
+			long x = (k == -d || (k != d && v[OFF + k - 1] < v[OFF + k + 1])) ? v[OFF + k + 1]
+											   : v[OFF + k - 1] + 1;
+			long y = x - k;
+			while ((size_t)x < n && y >= 0 && (size_t)y < m && a[x] == b[y])
+				x++, y++;
+			v[OFF + k] = x;
+			if ((size_t)x >= n && y >= 0 && (size_t)y >= m) {
+				dfin = d;
+				break;
+			}
+		}
+		memcpy(trace[d], v, sizeof v);
+	}
+	if (dfin < 0)
+		return -1;
+	/* Walk back from the end: each step d arrived by one move (down or
+	 * right) from diagonal k+1 or k-1, then slid along a run of matches. */
+	int nb = 0;
+	long x = (long)n, y = (long)m;
+	for (int d = dfin; d >= 0; d--) {
+		long k = x - y, mx, my, px, py;
+		if (d == 0) {
+			mx = my = px = py = 0;
+		} else {
+			const long *pv = trace[d - 1];
+			int down = k == -d || (k != d && pv[OFF + k - 1] < pv[OFF + k + 1]);
+			long pk = down ? k + 1 : k - 1;
+			px = pv[OFF + pk];
+			py = px - pk;
+			mx = down ? px : px + 1;
+			my = down ? py + 1 : py;
+		}
+		long len = x - mx;
+		(void)my;
+		if (len >= (long)minlen && nb < maxb)
+			out[nb++] = (struct cg_block){ (size_t)mx, (size_t)len };
+		x = px;
+		y = py;
+	}
+	return nb;
+}
+
+/* ---- chains ------------------------------------------------------------------------ */
+size_t cg_chain_piece_len(size_t done, size_t left, size_t first)
+{
+	size_t len = first;
+	for (size_t d = 0; d < done; d += len, len *= 3)
+		;
+	/* A rest shorter than half a piece joins this piece. */
+	return left < len + len / 2 ? left : len;
+}
+
+/* ---- learning ---------------------------------------------------------------------- */
+static void cg_hist_store(size_t slot, const struct cg_learn_in *in, const uint64_t *shape, size_t n)
+{
+	uint64_t *copy = malloc(n * sizeof *copy);
+	if (!copy)
+		return;
+	memcpy(copy, shape, n * sizeof *copy);
+	free(cg_hist[slot].shape);
+	cg_hist[slot].anchor = in->anchor;
+	cg_hist[slot].first = shape[0];
+	cg_hist[slot].shape = copy;
+	cg_hist[slot].n = n;
+}
+
+int cg_learn(const struct cg_learn_in *in, struct cg_build *out, struct cg_learn_out *res)
+{
+	const struct cg_op *ops = in->run->ops;
+	size_t n = in->run->n;
+	res->whole = NULL;
+	res->novel = 0;
+	if ((long)n < in->min_ops)
+		return 0;
+	res->whole = cg_table_find(ops, n);
+	if (!res->whole && in->chain_first)
+		res->whole = cg_table_find(ops, in->chain_first);
+	if (res->whole)
+		return 0;
+	uint64_t key = cg_tmpl_key(ops, n);
+	long seen = cg_seen_note(key, n, 0);
+	if (seen >= in->min_repeats) {
+		out[0] = (struct cg_build){ 0, n, in->chain_first };
+		return 1;
+	}
+	if (n > CG_HIST_MAX)
+		return 0;
+	uint64_t *shape = malloc(n * sizeof *shape);
+	if (!shape)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		shape[i] = ops[i].shape;
+	size_t slot = cg_hist_slot(in->anchor, shape[0]);
+	int nb = 0;
+	if (cg_hist[slot].shape && cg_hist[slot].anchor == in->anchor && cg_hist[slot].first == shape[0]) {
+		struct cg_block blk[CG_MAX_BUILDS];
+		/* A piece between ops that vary pays a graph launch of its own:
+		 * shorter ones than CG_PIECE_MIN save little. */
+		size_t minlen = (size_t)in->min_ops > CG_PIECE_MIN ? (size_t)in->min_ops : CG_PIECE_MIN;
+		int got = cg_diff_blocks(shape, n, cg_hist[slot].shape, cg_hist[slot].n, minlen, blk, CG_MAX_BUILDS);
+		for (int i = 0; i < got; i++) {
+			const struct cg_op *b = ops + blk[i].x;
+			struct cg_tmpl *have = cg_table_find(b, blk[i].len);
+			if (have) {
+				cg_tmpl_add_start(have, in->anchor, blk[i].x);
+				continue;
+			}
+			/* Found in both runs: seen twice already. */
+			if (cg_seen_note(cg_tmpl_key(b, blk[i].len), blk[i].len, 1) + 1 >= in->min_repeats)
+				out[nb++] = (struct cg_build){ blk[i].x, blk[i].len, 0 };
+		}
+		if (nb)
+			cg_debug("a %zu-op run recurs in %d pieces around ops that vary", n, nb);
+	}
+	cg_hist_store(slot, in, shape, n);
+	free(shape);
+	res->novel = seen == 1 && !nb;
+	return nb;
+}

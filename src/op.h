@@ -1,0 +1,196 @@
+/* The normalised op: one piece of stream work, whichever face and entry point
+ * it came in through, with what must be equal for two ops to share a graph
+ * node (the shape) and what a node update may change (the values). */
+#ifndef CG_OP_H
+#define CG_OP_H
+
+#include "api.h"
+#include "base.h"
+#include "stats.h"
+
+enum cg_op_kind { CG_OP_KERNEL, CG_OP_COPY, CG_OP_MEMSET, CG_OP_HOST, CG_OP_RECORD, CG_OP_WAIT };
+
+enum cg_op_flag {
+	CG_F_HOST_WAITS = 1 << 0, /* the call returns once the op has run (a read-back) */
+	CG_F_SRC_PAGEABLE = 1 << 1, /* copy source in pageable memory: read at call time */
+	CG_F_DST_PAGEABLE = 1 << 2, /* copy destination in pageable memory */
+	CG_F_PACKED = 1 << 3,       /* kernel parameters came as one "extra" buffer */
+};
+
+/* Kernel parameter layout, learnt once per handle. */
+enum cg_khandle { CG_KH_FUNCTION, CG_KH_KERNEL };
+struct cg_kinfo {
+	const void *key;       /* what the program passes: stub, CUkernel or CUfunction */
+	const void *handle;    /* the driver handle a node names */
+	uint32_t nparams;
+	uint32_t total;        /* packed bytes */
+	uint32_t *size;        /* per parameter */
+	uint32_t gen;          /* kinfo generation it was learnt in */
+	uint8_t hkind;         /* enum cg_khandle */
+	uint8_t nccl;          /* an NCCL kernel: never held */
+	char name[96];         /* the kernel's name (cut), where the driver tells it */
+};
+
+#define CG_MAX_PARAMS 1024
+#define CG_MAX_ATTRS 8
+
+/* Stream handles are explicit: NULL becomes CU_STREAM_LEGACY or, through a
+ * per-thread entry point, CU_STREAM_PER_THREAD. */
+struct cg_op {
+	uint8_t kind;
+	uint8_t flags;
+	uint16_t entry;        /* enum cg_entry it came in through */
+	uint32_t nbytes;       /* kernel parameter bytes */
+	uint64_t shape;        /* cg_op_shape_hash(), set by cg_op_finish() */
+	/* The call in flight, for the engine: when it entered, which run it
+	 * belongs to, and for a held read-back the result of the wait. */
+	uint64_t t0, run_id;
+	int status;
+	CUcontext ctx;
+	CUstream stream;
+	union {
+		struct {
+			const struct cg_kinfo *ki;
+			uint32_t grid[3], block[3];
+			uint32_t shmem;
+			uint32_t nattr;
+			const CUlaunchAttribute *attr; /* caller's, then cgraft's copy */
+			void **args;                   /* caller's, valid during the call */
+			const void *extra;             /* caller's packed buffer */
+			const uint8_t *params;         /* cgraft's copy */
+		} k;
+		struct {
+			/* A linear 3D copy: width bytes by height rows by depth slices. */
+			void *dst;
+			const void *src;
+			size_t dpitch, spitch, dheight, sheight;
+			size_t width, height, depth;
+			uint8_t dst_host, src_host; /* host memory, pinned or not */
+		} cp;
+		struct {
+			void *dst;
+			size_t pitch, width, height; /* width in elements */
+			uint32_t value;
+			uint8_t elem;                /* 1, 2 or 4 bytes */
+		} ms;
+		struct {
+			CUhostFn fn;
+			void *data;
+		} host;
+		struct {
+			CUevent event;
+		} ev;
+	} u;
+};
+
+/* ---- kernel layouts (kinfo.c) ------------------------------------------ */
+enum cg_kkey { CG_KEY_STUB, CG_KEY_KERNEL, CG_KEY_DRIVER };
+/* The layout of a kernel the program names by key, or NULL when it cannot be
+ * learnt safely (the launch is then a segment end). */
+const struct cg_kinfo *cg_kinfo_get(const void *key, enum cg_kkey how) CG_HIDDEN;
+/* Modules, libraries or contexts went away: handles may come back as other
+ * kernels. */
+void cg_kinfo_forget_all(void) CG_HIDDEN;
+
+/* ---- host memory a kernel can reach (hostmem.c) ------------------------- */
+void cg_hostmem_add(const void *p, size_t n) CG_HIDDEN;
+void cg_hostmem_remove(const void *p) CG_HIDDEN;
+/* Whether any aligned 8-byte word of a kernel's parameters points into it. */
+int cg_hostmem_hit(const uint8_t *params, size_t nbytes) CG_HIDDEN;
+
+/* ---- normalisers (op.c) -------------------------------------------------- */
+/* Each fills op and returns 0, or a negative errno with *why set when the
+ * call cannot be held. The caller's kernel arguments are not copied yet. */
+#define CG_OPFROM(family, ...) \
+	int cg_op_from_##family(struct cg_op *op, int pt, enum cg_reason *why, __VA_ARGS__) CG_HIDDEN
+CG_OPFROM(rt_launch_handle, cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t shmem, cudaStream_t s);
+CG_OPFROM(rt_launch, const void *func, dim3 grid, dim3 block, void **args, size_t shmem, cudaStream_t s);
+CG_OPFROM(rt_launch_ex, const cudaLaunchConfig_t *config, const void *func, void **args);
+CG_OPFROM(rt_launch_coop, const void *func, dim3 grid, dim3 block, void **args, size_t shmem, cudaStream_t s);
+CG_OPFROM(rt_memcpy_async, void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s);
+CG_OPFROM(rt_memcpy, void *dst, const void *src, size_t n, enum cudaMemcpyKind kind);
+CG_OPFROM(rt_memcpy2d_async, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width,
+	  size_t height, enum cudaMemcpyKind kind, cudaStream_t s);
+CG_OPFROM(rt_memcpy2d, void *dst, size_t dpitch, const void *src, size_t spitch, size_t width, size_t height,
+	  enum cudaMemcpyKind kind);
+CG_OPFROM(rt_memcpy3d_async, const struct cudaMemcpy3DParms *p, cudaStream_t s);
+CG_OPFROM(rt_memcpy3d, const struct cudaMemcpy3DParms *p);
+CG_OPFROM(rt_memcpy_peer_async, void *dst, int ddev, const void *src, int sdev, size_t n, cudaStream_t s);
+CG_OPFROM(rt_memcpy_peer, void *dst, int ddev, const void *src, int sdev, size_t n);
+CG_OPFROM(rt_memcpy_to_symbol_async, const void *symbol, const void *src, size_t n, size_t offset,
+	  enum cudaMemcpyKind kind, cudaStream_t s);
+CG_OPFROM(rt_memcpy_to_symbol, const void *symbol, const void *src, size_t n, size_t offset,
+	  enum cudaMemcpyKind kind);
+CG_OPFROM(rt_memcpy_from_symbol_async, void *dst, const void *symbol, size_t n, size_t offset,
+	  enum cudaMemcpyKind kind, cudaStream_t s);
+CG_OPFROM(rt_memcpy_from_symbol, void *dst, const void *symbol, size_t n, size_t offset,
+	  enum cudaMemcpyKind kind);
+CG_OPFROM(rt_memset_async, void *dst, int value, size_t n, cudaStream_t s);
+CG_OPFROM(rt_memset, void *dst, int value, size_t n);
+CG_OPFROM(rt_memset2d_async, void *dst, size_t pitch, int value, size_t width, size_t height, cudaStream_t s);
+CG_OPFROM(rt_memset2d, void *dst, size_t pitch, int value, size_t width, size_t height);
+CG_OPFROM(rt_memset3d_async, struct cudaPitchedPtr p, int value, struct cudaExtent e, cudaStream_t s);
+CG_OPFROM(rt_memset3d, struct cudaPitchedPtr p, int value, struct cudaExtent e);
+CG_OPFROM(rt_event_record, cudaEvent_t e, cudaStream_t s);
+CG_OPFROM(rt_event_record_flags, cudaEvent_t e, cudaStream_t s, unsigned int flags);
+CG_OPFROM(rt_stream_wait, cudaStream_t s, cudaEvent_t e, unsigned int flags);
+CG_OPFROM(rt_host_func, cudaStream_t s, cudaHostFn_t fn, void *data);
+
+CG_OPFROM(cuLaunchKernel, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+	  unsigned bz, unsigned shmem, CUstream s, void **params, void **extra);
+CG_OPFROM(cuLaunchKernelEx, const CUlaunchConfig *config, CUfunction f, void **params, void **extra);
+CG_OPFROM(cuLaunchCooperativeKernel, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+	  unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params);
+CG_OPFROM(cuMemcpyAsync, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s);
+CG_OPFROM(cuMemcpyHtoDAsync_v2, CUdeviceptr dst, const void *src, size_t n, CUstream s);
+CG_OPFROM(cuMemcpyDtoHAsync_v2, void *dst, CUdeviceptr src, size_t n, CUstream s);
+CG_OPFROM(cuMemcpyDtoDAsync_v2, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s);
+CG_OPFROM(cuMemcpy2DAsync_v2, const CUDA_MEMCPY2D *p, CUstream s);
+CG_OPFROM(cuMemcpy3DAsync_v2, const CUDA_MEMCPY3D *p, CUstream s);
+CG_OPFROM(cuMemcpyPeerAsync, CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n,
+	  CUstream s);
+CG_OPFROM(cuMemcpy, CUdeviceptr dst, CUdeviceptr src, size_t n);
+CG_OPFROM(cuMemcpyHtoD_v2, CUdeviceptr dst, const void *src, size_t n);
+CG_OPFROM(cuMemcpyDtoH_v2, void *dst, CUdeviceptr src, size_t n);
+CG_OPFROM(cuMemcpyDtoD_v2, CUdeviceptr dst, CUdeviceptr src, size_t n);
+CG_OPFROM(cuMemcpy2D_v2, const CUDA_MEMCPY2D *p);
+CG_OPFROM(cuMemcpy2DUnaligned_v2, const CUDA_MEMCPY2D *p);
+CG_OPFROM(cuMemcpy3D_v2, const CUDA_MEMCPY3D *p);
+CG_OPFROM(cuMemcpyPeer, CUdeviceptr dst, CUcontext dctx, CUdeviceptr src, CUcontext sctx, size_t n);
+CG_OPFROM(cuMemsetD8Async, CUdeviceptr dst, unsigned char v, size_t n, CUstream s);
+CG_OPFROM(cuMemsetD16Async, CUdeviceptr dst, unsigned short v, size_t n, CUstream s);
+CG_OPFROM(cuMemsetD32Async, CUdeviceptr dst, unsigned int v, size_t n, CUstream s);
+CG_OPFROM(cuMemsetD2D8Async, CUdeviceptr dst, size_t pitch, unsigned char v, size_t w, size_t h, CUstream s);
+CG_OPFROM(cuMemsetD2D16Async, CUdeviceptr dst, size_t pitch, unsigned short v, size_t w, size_t h, CUstream s);
+CG_OPFROM(cuMemsetD2D32Async, CUdeviceptr dst, size_t pitch, unsigned int v, size_t w, size_t h, CUstream s);
+CG_OPFROM(cuMemsetD8_v2, CUdeviceptr dst, unsigned char v, size_t n);
+CG_OPFROM(cuMemsetD16_v2, CUdeviceptr dst, unsigned short v, size_t n);
+CG_OPFROM(cuMemsetD32_v2, CUdeviceptr dst, unsigned int v, size_t n);
+CG_OPFROM(cuMemsetD2D8_v2, CUdeviceptr dst, size_t pitch, unsigned char v, size_t w, size_t h);
+CG_OPFROM(cuMemsetD2D16_v2, CUdeviceptr dst, size_t pitch, unsigned short v, size_t w, size_t h);
+CG_OPFROM(cuMemsetD2D32_v2, CUdeviceptr dst, size_t pitch, unsigned int v, size_t w, size_t h);
+CG_OPFROM(cuEventRecord, CUevent e, CUstream s);
+CG_OPFROM(cuEventRecordWithFlags, CUevent e, CUstream s, unsigned int flags);
+CG_OPFROM(cuStreamWaitEvent, CUstream s, CUevent e, unsigned int flags);
+CG_OPFROM(cuLaunchHostFunc, CUstream s, CUhostFn fn, void *data);
+
+/* ---- shapes, values, submission (op.c) ----------------------------------- */
+/* Names the op's context and shape hash once the normaliser filled it. */
+int cg_op_finish(struct cg_op *op, enum cg_reason *why) CG_HIDDEN;
+uint64_t cg_op_shape_hash(const struct cg_op *op) CG_HIDDEN;
+/* Shape: everything that must be equal for two ops to share a graph node. */
+int cg_op_same_shape(const struct cg_op *a, const struct cg_op *b) CG_HIDDEN;
+/* Values: what a node update can change (parameters, addresses). */
+int cg_op_same_values(const struct cg_op *a, const struct cg_op *b) CG_HIDDEN;
+uint64_t cg_op_values_hash(const struct cg_op *op) CG_HIDDEN;
+void cg_op_describe(char *buf, size_t size, const struct cg_op *op) CG_HIDDEN;
+void cg_op_describe_change(char *buf, size_t size, const struct cg_op *was, const struct cg_op *now) CG_HIDDEN;
+/* Kernel arguments from cgraft's copy: argv for parameters, or extra. */
+void cg_kernel_args(const struct cg_op *op, void **argv, void **extra, size_t *extra_size) CG_HIDDEN;
+/* The copy as the driver's descriptor. */
+void cg_copy_desc(const struct cg_op *op, const void *src, CUDA_MEMCPY3D *d) CG_HIDDEN;
+/* Submits a held op eagerly through the driver, on stream (the op's, or the
+ * legacy stream in place of another thread's per-thread stream). */
+CUresult cg_op_submit(const struct cg_op *op, CUstream stream) CG_HIDDEN;
+
+#endif

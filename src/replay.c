@@ -1,0 +1,605 @@
+/* Replay: building a template's graph through the driver, its variants and
+ * node updates, staging, fork and join events, and the launch. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "backend.h"
+#include "dag.h"
+#include "log.h"
+#include "options.h"
+#include "replay.h"
+
+#define CG_MAX_VARIANTS 16
+#define CG_RECENT 8
+#define CG_NHIST 4    /* values remembered per node */
+#define CG_VOLATILE 3 /* unseen values in a row: the node changes at every launch */
+
+struct cg_variant {
+	CUgraphExec exec;
+	struct cg_op *vals;   /* values as last applied */
+	uint64_t *vh;         /* per node, the hash of vals */
+	int stage;            /* staging buffer its copy nodes read */
+	int next;             /* the variant launched after this one, last time */
+};
+
+struct cg_graph {
+	CUgraph graph;
+	CUgraphNode *node;      /* per op; NULL for stream waits */
+	struct cg_dag dag;
+	struct cg_variant var[CG_MAX_VARIANTS];
+	int nvar, last, predict;
+	uint64_t recent[CG_RECENT]; /* keys of recent launches' stable values */
+	int nrecent;
+	/* Per node: hashes of its last distinct values, how many launches in a
+	 * row brought one unseen before, and this launch's hash. */
+	uint64_t *hist, *hnow;
+	uint8_t *fresh;
+	CUevent *fork;          /* one per stream past the first */
+	CUevent join, waitev;
+	/* Held pageable sources are copied into pinned staging at launch, two
+	 * buffers in turn; done[b] orders a rewrite after the launch that read b. */
+	uint8_t *staging[2];
+	size_t stage_size, *stage_off;
+	CUevent done[2];
+	int used[2], cur;
+	uint64_t epoch_after;   /* epoch right after the last launch */
+	int launched;
+};
+
+/* ---- building ------------------------------------------------------------- */
+static int cg_stream_blocking(void *cookie, CUstream s)
+{
+	(void)cookie;
+	if (s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+		return 1;
+	unsigned flags = 0;
+	if (CG_BK(stream_flags, s, &flags) != CUDA_SUCCESS)
+		return 1; /* the stricter ordering */
+	return !(flags & CU_STREAM_NON_BLOCKING);
+}
+
+/* A kernel node's parameters: a CUkernel with its context, or a CUfunction. */
+struct cg_knode {
+	void *argv[CG_MAX_PARAMS];
+	void *extra[5];
+	size_t extra_size;
+	CUDA_KERNEL_NODE_PARAMS p;
+};
+
+static void cg_knode_fill(struct cg_knode *k, const struct cg_op *op)
+{
+	cg_kernel_args(op, k->argv, k->extra, &k->extra_size);
+	memset(&k->p, 0, sizeof k->p);
+	if (op->u.k.ki->hkind == CG_KH_KERNEL) {
+		k->p.kern = (CUkernel)op->u.k.ki->handle;
+		k->p.ctx = op->ctx;
+	} else {
+		k->p.func = (CUfunction)op->u.k.ki->handle;
+	}
+	k->p.gridDimX = op->u.k.grid[0];
+	k->p.gridDimY = op->u.k.grid[1];
+	k->p.gridDimZ = op->u.k.grid[2];
+	k->p.blockDimX = op->u.k.block[0];
+	k->p.blockDimY = op->u.k.block[1];
+	k->p.blockDimZ = op->u.k.block[2];
+	k->p.sharedMemBytes = op->u.k.shmem;
+	k->p.kernelParams = op->flags & CG_F_PACKED ? NULL : k->argv;
+	k->p.extra = op->flags & CG_F_PACKED ? k->extra : NULL;
+}
+
+static void cg_memset_params(const struct cg_op *op, CUDA_MEMSET_NODE_PARAMS *p)
+{
+	memset(p, 0, sizeof *p);
+	p->dst = (CUdeviceptr)(uintptr_t)op->u.ms.dst;
+	p->pitch = op->u.ms.pitch;
+	p->value = op->u.ms.value;
+	p->elementSize = op->u.ms.elem;
+	p->width = op->u.ms.width;
+	p->height = op->u.ms.height;
+}
+
+static int cg_staged(const struct cg_op *op)
+{
+	return op->kind == CG_OP_COPY && op->flags & CG_F_SRC_PAGEABLE && !(op->flags & CG_F_HOST_WAITS);
+}
+
+/* A copy node reads a held pageable source from staging buffer b. */
+static const void *cg_copy_source(const struct cg_graph *g, size_t i, const struct cg_op *op, int b)
+{
+	return cg_staged(op) ? g->staging[b] + g->stage_off[i] : op->u.cp.src;
+}
+
+static CUresult cg_kernel_node_attrs(CUgraphNode node, const struct cg_op *op)
+{
+	for (uint32_t a = 0; a < op->u.k.nattr; a++) {
+		const CUlaunchAttribute *at = &op->u.k.attr[a];
+		if (at->id == CU_LAUNCH_ATTRIBUTE_IGNORE || at->id == CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
+			continue;
+		CUresult rc = CG_BK(graph_kernel_attr, node, at->id, &at->value);
+		if (rc != CUDA_SUCCESS)
+			return rc;
+	}
+	return CUDA_SUCCESS;
+}
+
+static CUresult cg_node_add(struct cg_graph *g, const struct cg_op *op, size_t i, const CUgraphNode *deps,
+			    size_t nd)
+{
+	CUgraphNode *node = &g->node[i];
+	switch (op->kind) {
+	case CG_OP_KERNEL: {
+		struct cg_knode k;
+		cg_knode_fill(&k, op);
+		CUresult rc = CG_BK(graph_add_kernel, node, g->graph, deps, nd, &k.p);
+		return rc == CUDA_SUCCESS ? cg_kernel_node_attrs(*node, op) : rc;
+	}
+	case CG_OP_COPY: {
+		CUDA_MEMCPY3D d;
+		cg_copy_desc(op, cg_copy_source(g, i, op, 0), &d);
+		return CG_BK(graph_add_memcpy, node, g->graph, deps, nd, &d, op->ctx);
+	}
+	case CG_OP_MEMSET: {
+		CUDA_MEMSET_NODE_PARAMS p;
+		cg_memset_params(op, &p);
+		return CG_BK(graph_add_memset, node, g->graph, deps, nd, &p, op->ctx);
+	}
+	case CG_OP_HOST: {
+		CUDA_HOST_NODE_PARAMS p = { .fn = op->u.host.fn, .userData = op->u.host.data };
+		return CG_BK(graph_add_host, node, g->graph, deps, nd, &p);
+	}
+	case CG_OP_RECORD:
+		return CG_BK(graph_add_record, node, g->graph, deps, nd, op->u.ev.event);
+	default:
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
+}
+
+static int cg_add_nodes(struct cg_graph *g, const struct cg_tmpl *t)
+{
+	const struct cg_dag *d = &g->dag;
+	CUgraphNode *deps = malloc((t->n + 1) * sizeof *deps);
+	if (!deps)
+		return -ENOMEM;
+	int rc = 0;
+	for (size_t i = 0; i < t->n && !rc; i++) {
+		if (!d->is_node[i])
+			continue;
+		size_t nd = 0;
+		for (uint32_t k = d->dep_start[i]; k < d->dep_start[i + 1]; k++)
+			deps[nd++] = g->node[d->deps[k]];
+		CUresult e = cg_node_add(g, &t->ops[i], i, deps, nd);
+		if (e != CUDA_SUCCESS) {
+			cg_log_capped(CG_LOG_WARN, CG_FAULT_DRIVER,
+				      "adding graph node %zu failed (error %d): that stretch stays eager", i, (int)e);
+			rc = -EIO;
+		}
+	}
+	free(deps);
+	return rc;
+}
+
+static int cg_make_staging(struct cg_graph *g, const struct cg_tmpl *t)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (cg_staged(&t->ops[i])) {
+			const struct cg_op *o = &t->ops[i];
+			g->stage_off[i] = g->stage_size;
+			g->stage_size += (o->u.cp.spitch * o->u.cp.sheight * (o->u.cp.depth - 1) +
+					  o->u.cp.spitch * (o->u.cp.height - 1) + o->u.cp.width + 63) &
+					 ~(size_t)63;
+		}
+	if (!g->stage_size)
+		return 0;
+	for (int b = 0; b < 2; b++) {
+		if (CG_BK(mem_alloc_host, (void **)&g->staging[b], g->stage_size) != CUDA_SUCCESS ||
+		    CG_BK(event_create, &g->done[b], CU_EVENT_DISABLE_TIMING) != CUDA_SUCCESS)
+			return -ENOMEM;
+		cg_stat_add(held_bytes_host, g->stage_size);
+	}
+	return 0;
+}
+
+static int cg_make_events(struct cg_graph *g, const struct cg_tmpl *t)
+{
+	const unsigned fl = CU_EVENT_DISABLE_TIMING;
+	int ns = g->dag.nstreams;
+	if (ns > 1) {
+		g->fork = calloc((size_t)ns, sizeof *g->fork);
+		if (!g->fork)
+			return -ENOMEM;
+		for (int i = 0; i + 1 < ns; i++)
+			if (CG_BK(event_create, &g->fork[i], fl) != CUDA_SUCCESS)
+				return -EIO;
+		if (CG_BK(event_create, &g->join, fl) != CUDA_SUCCESS)
+			return -EIO;
+	}
+	if (t->ops[t->n - 1].flags & CG_F_HOST_WAITS &&
+	    CG_BK(event_create, &g->waitev, fl) != CUDA_SUCCESS)
+		return -EIO;
+	return 0;
+}
+
+/* Copies the template's ops and values into a variant's own block. */
+static int cg_vals_alloc(struct cg_variant *v, const struct cg_tmpl *t)
+{
+	size_t pb = 0;
+	for (size_t i = 0; i < t->n; i++)
+		if (t->ops[i].kind == CG_OP_KERNEL)
+			pb += (t->ops[i].nbytes + 15) & ~(size_t)15;
+	v->vals = malloc(t->n * (sizeof *v->vals + sizeof *v->vh) + pb + 1);
+	if (!v->vals)
+		return -ENOMEM;
+	v->vh = (uint64_t *)(v->vals + t->n);
+	uint8_t *p = (uint8_t *)(v->vh + t->n);
+	memcpy(v->vals, t->ops, t->n * sizeof *t->ops);
+	for (size_t i = 0; i < t->n; i++) {
+		if (t->ops[i].kind == CG_OP_KERNEL) {
+			memcpy(p, t->ops[i].u.k.params, t->ops[i].nbytes);
+			v->vals[i].u.k.params = p;
+			p += (t->ops[i].nbytes + 15) & ~(size_t)15;
+		}
+		v->vh[i] = cg_op_values_hash(&t->ops[i]);
+	}
+	return 0;
+}
+
+/* Sets node i of variant v to the values of op. */
+static int cg_update_node(struct cg_graph *g, const struct cg_tmpl *t, struct cg_variant *v, size_t i,
+			  const struct cg_op *op)
+{
+	static atomic_int logged;
+	if (cg_log_level >= CG_LOG_DEBUG && atomic_load(&logged) < 200) {
+		char what[512];
+		cg_op_describe_change(what, sizeof what, &v->vals[i], op);
+		int k = atomic_fetch_add(&logged, 1) + 1;
+		cg_debug("node %zu of a %zu-op graph updated%s: %s", i, t->n, k == 200 ? " (last such message)" : "",
+			 what);
+	}
+	CUresult rc = CUDA_ERROR_NOT_SUPPORTED;
+	switch (op->kind) {
+	case CG_OP_KERNEL: {
+		struct cg_knode k;
+		cg_knode_fill(&k, op);
+		rc = CG_BK(exec_set_kernel, v->exec, g->node[i], &k.p);
+		if (rc == CUDA_SUCCESS)
+			memcpy((void *)v->vals[i].u.k.params, op->u.k.params, op->nbytes);
+		break;
+	}
+	case CG_OP_COPY: {
+		CUDA_MEMCPY3D d;
+		cg_copy_desc(op, cg_copy_source(g, i, op, v->stage), &d);
+		rc = CG_BK(exec_set_memcpy, v->exec, g->node[i], &d, op->ctx);
+		if (rc == CUDA_SUCCESS)
+			v->vals[i].u.cp = op->u.cp;
+		break;
+	}
+	case CG_OP_MEMSET: {
+		CUDA_MEMSET_NODE_PARAMS p;
+		cg_memset_params(op, &p);
+		rc = CG_BK(exec_set_memset, v->exec, g->node[i], &p, op->ctx);
+		if (rc == CUDA_SUCCESS)
+			v->vals[i].u.ms = op->u.ms;
+		break;
+	}
+	case CG_OP_HOST: {
+		CUDA_HOST_NODE_PARAMS p = { .fn = op->u.host.fn, .userData = op->u.host.data };
+		rc = CG_BK(exec_set_host, v->exec, g->node[i], &p);
+		if (rc == CUDA_SUCCESS)
+			v->vals[i].u.host = op->u.host;
+		break;
+	}
+	default:
+		return 0;
+	}
+	if (rc != CUDA_SUCCESS)
+		return -EIO;
+	v->vh[i] = cg_op_values_hash(op);
+	cg_stat_add(node_updates, 1);
+	return 0;
+}
+
+/* Brings every node of v whose values differ from vals to them. */
+static int cg_update_all(struct cg_graph *g, const struct cg_tmpl *t, struct cg_variant *v,
+			 const struct cg_op *vals)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (g->node[i] && !cg_op_same_values(&v->vals[i], &vals[i]) && cg_update_node(g, t, v, i, &vals[i]))
+			return -EIO;
+	return 0;
+}
+
+/* A variant made for other values starts from the recording's and is
+ * brought to vals node by node. */
+static int cg_instantiate(struct cg_graph *g, const struct cg_tmpl *t, struct cg_variant *v,
+			  const struct cg_op *vals)
+{
+	uint64_t t0 = cg_now_ns();
+	CUresult e = CG_BK(graph_instantiate, &v->exec, g->graph, 0);
+	cg_stat_add(instantiate_ns, cg_now_ns() - t0);
+	if (e != CUDA_SUCCESS) {
+		cg_log_capped(CG_LOG_WARN, CG_FAULT_DRIVER,
+			      "graph instantiation failed (error %d): that stretch stays eager", (int)e);
+		return -EIO;
+	}
+	v->stage = 0;
+	v->next = -1;
+	if (cg_vals_alloc(v, t) || (vals && cg_update_all(g, t, v, vals))) {
+		CG_BK(exec_destroy, v->exec);
+		free(v->vals);
+		v->vals = NULL;
+		return -EIO;
+	}
+	return 0;
+}
+
+int cg_graph_build(struct cg_tmpl *t)
+{
+	struct cg_graph *g = calloc(1, sizeof *g);
+	if (!g)
+		return -ENOMEM;
+	t->g = g;
+	size_t n = t->n;
+	g->node = calloc(n, sizeof *g->node);
+	g->stage_off = calloc(n, sizeof *g->stage_off);
+	g->hist = calloc(n, (CG_NHIST + 1) * sizeof *g->hist + 1);
+	if (!g->node || !g->stage_off || !g->hist)
+		goto fail;
+	g->hnow = g->hist + n * CG_NHIST;
+	g->fresh = (uint8_t *)(g->hnow + n);
+	for (size_t i = 0; i < n; i++)
+		g->hist[i * CG_NHIST] = cg_op_values_hash(&t->ops[i]);
+	if (cg_dag_build(&g->dag, t->ops, n, cg_stream_blocking, NULL))
+		goto fail;
+	if (CG_BK(graph_create, &g->graph, 0) != CUDA_SUCCESS) {
+		g->graph = NULL;
+		goto fail;
+	}
+	if (cg_make_staging(g, t) || cg_add_nodes(g, t) || cg_make_events(g, t) ||
+	    cg_instantiate(g, t, &g->var[0], NULL))
+		goto fail;
+	g->nvar = 1;
+	cg_stat_add(graphs_built, 1);
+	cg_debug("built a graph of %zu ops over %d streams", n, g->dag.nstreams);
+	return 0;
+fail:
+	cg_count_fallback(CG_WHY_BUILD_FAILED);
+	cg_graph_destroy(g);
+	t->g = NULL;
+	return -EIO;
+}
+
+static void cg_graph_free_memory(struct cg_graph *g)
+{
+	for (int i = 0; i < g->nvar; i++)
+		free(g->var[i].vals);
+	cg_dag_free(&g->dag);
+	free(g->hist);
+	free(g->node);
+	free(g->fork);
+	free(g->stage_off);
+	free(g);
+}
+
+void cg_graph_destroy(struct cg_graph *g)
+{
+	if (!g)
+		return;
+	for (int i = 0; i < g->nvar; i++)
+		CG_BK(exec_destroy, g->var[i].exec);
+	if (g->graph)
+		CG_BK(graph_destroy, g->graph);
+	for (int i = 0; g->fork && i + 1 < g->dag.nstreams; i++)
+		if (g->fork[i])
+			CG_BK(event_destroy, g->fork[i]);
+	if (g->join)
+		CG_BK(event_destroy, g->join);
+	if (g->waitev)
+		CG_BK(event_destroy, g->waitev);
+	for (int b = 0; b < 2; b++) {
+		if (g->done[b])
+			CG_BK(event_destroy, g->done[b]);
+		if (g->staging[b]) {
+			CG_BK(mem_free_host, g->staging[b]);
+			cg_stat_add(held_bytes_host, -(unsigned long long)g->stage_size);
+		}
+	}
+	cg_graph_free_memory(g);
+}
+
+void cg_graph_abandon(struct cg_graph *g)
+{
+	if (g)
+		cg_graph_free_memory(g);
+}
+
+const struct cg_op *cg_graph_expect(const struct cg_tmpl *t, size_t i)
+{
+	const struct cg_graph *g = t->g;
+	return &g->var[g->predict].vals[i];
+}
+
+/* ---- variants ---------------------------------------------------------------- */
+static int cg_node_volatile(const struct cg_graph *g, size_t i)
+{
+	return g->fresh[i] >= CG_VOLATILE;
+}
+
+/* Notes this launch's values node by node (hashing only those that differ
+ * from the predicted variant). A node that brings a value unseen in its last
+ * CG_NHIST several launches in a row changes at every launch (a step's
+ * counter or output slot, bytes left uninitialised in a parameter struct):
+ * it is updated whatever the variant. Returns the key of the other nodes'
+ * values, which pick the variant: allocators that reuse a few buffers make
+ * those recur. */
+static uint64_t cg_note_values(struct cg_graph *g, const struct cg_tmpl *t, const struct cg_op *ops,
+			       const uint8_t *dirty)
+{
+	const struct cg_variant *p = &g->var[g->predict];
+	uint64_t key = 0xcbf29ce484222325ull;
+	for (size_t i = 0; i < t->n; i++) {
+		uint64_t h = p->vh[i];
+		if (dirty[i]) {
+			h = cg_op_values_hash(&ops[i]);
+			uint64_t *hist = g->hist + i * CG_NHIST;
+			int seen = 0;
+			for (int k = 0; k < CG_NHIST; k++)
+				seen |= hist[k] == h;
+			if (!seen) {
+				memmove(hist + 1, hist, (CG_NHIST - 1) * sizeof *hist);
+				hist[0] = h;
+				g->fresh[i] += g->fresh[i] < 255;
+			} else {
+				g->fresh[i] = 0;
+			}
+		} else {
+			g->fresh[i] = 0;
+		}
+		g->hnow[i] = h;
+		if (!cg_node_volatile(g, i))
+			key = (key ^ h) * 0x100000001b3ull + (key >> 29);
+	}
+	return key;
+}
+
+/* Nodes of v whose values differ from this launch's, by hash: all of them,
+ * or only those that do not change at every launch. */
+static size_t cg_distance(const struct cg_graph *g, size_t n, const struct cg_variant *v, int stable_only)
+{
+	size_t d = 0;
+	for (size_t i = 0; i < n; i++)
+		d += v->vh[i] != g->hnow[i] && !(stable_only && cg_node_volatile(g, i));
+	return d;
+}
+
+static int cg_recurring(struct cg_graph *g, uint64_t key)
+{
+	for (int i = 0; i < g->nrecent && i < CG_RECENT; i++)
+		if (g->recent[i] == key)
+			return 1;
+	g->recent[g->nrecent++ % CG_RECENT] = key;
+	return 0;
+}
+
+/* The variant to launch for these values: the predicted one when nothing
+ * changed, else the closest; a new one when the stable values recur; the
+ * rest is updated node by node. NULL when an update failed. */
+static struct cg_variant *cg_pick_variant(struct cg_graph *g, const struct cg_tmpl *t, const struct cg_op *ops,
+					  uint8_t *dirty)
+{
+	int any = 0;
+	for (size_t i = 0; i < t->n; i++)
+		any |= dirty[i];
+	if (!any) {
+		for (size_t i = 0; i < t->n; i++)
+			g->fresh[i] = 0;
+		return &g->var[g->predict];
+	}
+	uint64_t key = cg_note_values(g, t, ops, dirty);
+	struct cg_variant *best = NULL;
+	size_t best_d = 0;
+	for (int i = 0; i < g->nvar; i++) {
+		size_t d = cg_distance(g, t->n, &g->var[i], 0);
+		if (!best || d < best_d) {
+			best = &g->var[i];
+			best_d = d;
+		}
+	}
+	long maxv = cg_opt.max_variants < CG_MAX_VARIANTS ? cg_opt.max_variants : CG_MAX_VARIANTS;
+	if (cg_recurring(g, key) && g->nvar < maxv && cg_distance(g, t->n, best, 1)) {
+		struct cg_variant *v = &g->var[g->nvar];
+		if (cg_instantiate(g, t, v, ops) == 0) {
+			g->nvar++;
+			cg_stat_add(variants, 1);
+			return v;
+		}
+	}
+	for (size_t i = 0; i < t->n; i++)
+		if (g->node[i] && best->vh[i] != g->hnow[i] && cg_update_node(g, t, best, i, &ops[i]))
+			return NULL;
+	return best;
+}
+
+/* ---- launch -------------------------------------------------------------------- */
+/* Copies held pageable sources into the staging buffer not read by the last
+ * launch, after the launch before it has read it. */
+static int cg_stage(struct cg_graph *g, const struct cg_tmpl *t, struct cg_variant *v, const struct cg_op *ops)
+{
+	int b = g->cur ^ 1;
+	if (g->used[b] && CG_BK(event_query, g->done[b]) != CUDA_SUCCESS &&
+	    CG_BK(event_sync, g->done[b]) != CUDA_SUCCESS)
+		return -EIO;
+	for (size_t i = 0; i < t->n; i++)
+		if (cg_staged(&ops[i])) {
+			const struct cg_op *o = &ops[i];
+			size_t n = o->u.cp.spitch * o->u.cp.sheight * (o->u.cp.depth - 1) +
+				   o->u.cp.spitch * (o->u.cp.height - 1) + o->u.cp.width;
+			memcpy(g->staging[b] + g->stage_off[i], o->u.cp.src, n);
+		}
+	if (v->stage != b) {
+		v->stage = b;
+		for (size_t i = 0; i < t->n; i++)
+			if (cg_staged(&ops[i]) && cg_update_node(g, t, v, i, &ops[i]))
+				return -EIO;
+	}
+	g->cur = b;
+	return 0;
+}
+
+/* Orders the launch after every stream's earlier work: unless nothing was
+ * enqueued since this graph's last launch, whose join covers them. */
+static int cg_fork(struct cg_graph *g, const struct cg_launch *l)
+{
+	const struct cg_dag *d = &g->dag;
+	CUstream ls = d->streams[0];
+	int forked = g->launched && g->epoch_after == l->epoch && ls != CU_STREAM_PER_THREAD;
+	for (int i = 1; i < d->nstreams && !forked; i++)
+		if (CG_BK(event_record, g->fork[i - 1], d->streams[i]) != CUDA_SUCCESS ||
+		    CG_BK(stream_wait, ls, g->fork[i - 1], 0) != CUDA_SUCCESS)
+			return -EIO;
+	for (int i = 0; i < d->next_wait; i++)
+		if (CG_BK(stream_wait, ls, d->ext_wait[i], 0) != CUDA_SUCCESS)
+			return -EIO;
+	return 0;
+}
+
+int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l)
+{
+	struct cg_graph *g = t->g;
+	uint8_t dirty_all[t->n];
+	uint8_t *dirty = (uint8_t *)l->dirty;
+	if (!dirty) {
+		const struct cg_variant *p = &g->var[g->predict];
+		for (size_t i = 0; i < t->n; i++)
+			dirty_all[i] = !cg_op_same_values(&p->vals[i], &l->ops[i]);
+		dirty = dirty_all;
+	}
+	struct cg_variant *v = cg_pick_variant(g, t, l->ops, dirty);
+	if (!v || (g->stage_size && cg_stage(g, t, v, l->ops)) || cg_fork(g, l))
+		return -EIO;
+	CUstream ls = g->dag.streams[0];
+	if (CG_BK(graph_launch, v->exec, ls) != CUDA_SUCCESS) {
+		cg_log_capped(CG_LOG_WARN, CG_FAULT_DRIVER, "graph launch failed: that stretch runs eagerly");
+		return -EIO;
+	}
+	if (g->dag.nstreams > 1) {
+		CG_BK(event_record, g->join, ls);
+		for (int i = 1; i < g->dag.nstreams; i++)
+			CG_BK(stream_wait, g->dag.streams[i], g->join, 0);
+	}
+	if (g->stage_size) {
+		CG_BK(event_record, g->done[g->cur], ls);
+		g->used[g->cur] = 1;
+	}
+	l->wait = NULL;
+	if (g->waitev && CG_BK(event_record, g->waitev, ls) == CUDA_SUCCESS)
+		l->wait = g->waitev;
+	int vi = (int)(v - g->var);
+	g->var[g->last].next = vi;
+	g->last = vi;
+	g->predict = v->next >= 0 ? v->next : vi;
+	g->epoch_after = l->epoch + 1;
+	g->launched = 1;
+	cg_stat_add(graph_launches, 1);
+	return 0;
+}

@@ -1,0 +1,31 @@
+/* Replay: a template's native graph built by explicit construction (edges
+ * from dag.c), its instantiated variants for recurring argument sets, node
+ * updates for the values that change, pinned staging for held pageable
+ * sources, and the launch after each stream's earlier work (fork) and before
+ * its later work (join). Every call here is a real CUDA call: the engine
+ * makes them without its lock, holding its submission turn. */
+#ifndef CG_REPLAY_H
+#define CG_REPLAY_H
+
+#include "tmpl.h"
+
+/* Builds and instantiates t's graph; 0 or a negative errno. */
+int cg_graph_build(struct cg_tmpl *t) CG_HIDDEN;
+/* Destroys a template's graph and everything it owns. */
+void cg_graph_destroy(struct cg_graph *g) CG_HIDDEN;
+/* Forgets a graph without destroying it: after a reset its handles are gone. */
+void cg_graph_abandon(struct cg_graph *g) CG_HIDDEN;
+/* The op whose values the next launch of t is expected to carry at i. */
+const struct cg_op *cg_graph_expect(const struct cg_tmpl *t, size_t i) CG_HIDDEN;
+
+struct cg_launch {
+	const struct cg_op *ops;  /* the held ops, n == t->n */
+	const uint8_t *dirty;     /* per op: values differ from cg_graph_expect(); NULL: unknown */
+	uint64_t epoch;           /* work enqueued outside cgraft's replays so far */
+	CUevent wait;             /* out: for a read-back, the event the host then waits for */
+};
+/* Launches t; 0, or a negative errno when nothing of the graph ran (the
+ * caller submits the ops eagerly). */
+int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l) CG_HIDDEN;
+
+#endif

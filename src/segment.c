@@ -1,0 +1,241 @@
+/* Segments and their arena; the period detector. No CUDA here. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "segment.h"
+
+struct cg_arena_blk {
+	struct cg_arena_blk *next;
+	size_t used, cap;
+	_Alignas(16) uint8_t data[];
+};
+
+void *cg_arena_alloc(struct cg_arena *a, size_t n)
+{
+	n = (n + 15) & ~(size_t)15;
+	struct cg_arena_blk *b = a->head;
+	if (cg_unlikely(!b || b->cap - b->used < n)) {
+		size_t cap = n > 65536 ? n : 65536;
+		b = malloc(sizeof *b + cap);
+		if (!b)
+			return NULL;
+		b->used = 0;
+		b->cap = cap;
+		b->next = a->head;
+		a->head = b;
+	}
+	void *p = b->data + b->used;
+	b->used += n;
+	return p;
+}
+
+/* Keeps the newest block for reuse. */
+void cg_arena_reset(struct cg_arena *a)
+{
+	struct cg_arena_blk *b = a->head;
+	if (!b)
+		return;
+	struct cg_arena_blk *rest = b->next;
+	b->next = NULL;
+	b->used = 0;
+	while (rest) {
+		struct cg_arena_blk *n = rest->next;
+		free(rest);
+		rest = n;
+	}
+}
+
+void cg_arena_free(struct cg_arena *a)
+{
+	cg_arena_reset(a);
+	free(a->head);
+	a->head = NULL;
+}
+
+static int cg_seg_reserve(struct cg_seg *s, size_t more)
+{
+	if (cg_likely(s->n + more <= s->cap))
+		return 0;
+	size_t cap = s->cap ? s->cap : 256;
+	while (cap < s->n + more)
+		cap *= 2;
+	struct cg_op *o = realloc(s->ops, cap * sizeof *o);
+	if (!o)
+		return -ENOMEM;
+	s->ops = o;
+	s->cap = cap;
+	return 0;
+}
+
+/* Copies one parameter and compares it with what the graph has, in one
+ * pass; the usual sizes without a call. */
+static inline uint64_t cg_copy_diff(uint8_t *dst, const void *src, const uint8_t *exp, uint32_t size)
+{
+	uint64_t w, v;
+	uint32_t u, t;
+	switch (size) {
+	case 8:
+		memcpy(&w, src, 8);
+		memcpy(dst, &w, 8);
+		if (!exp)
+			return 0;
+		memcpy(&v, exp, 8);
+		return w ^ v;
+	case 4:
+		memcpy(&u, src, 4);
+		memcpy(dst, &u, 4);
+		if (!exp)
+			return 0;
+		memcpy(&t, exp, 4);
+		return u ^ t;
+	default:
+		memcpy(dst, src, size);
+		return exp ? (uint64_t)(memcmp(dst, exp, size) != 0) : 0;
+	}
+}
+
+static int cg_push_kernel(struct cg_seg *s, struct cg_op *d, const struct cg_op *op, const struct cg_op *expect,
+			  int *differs)
+{
+	uint8_t *p = cg_arena_alloc(&s->arena, op->nbytes ? op->nbytes : 1);
+	if (!p)
+		return -ENOMEM;
+	const uint8_t *exp = expect ? expect->u.k.params : NULL;
+	uint64_t diff = 0;
+	if (op->u.k.args && !(op->flags & CG_F_PACKED)) {
+		const struct cg_kinfo *ki = op->u.k.ki;
+		uint32_t off = 0;
+		for (uint32_t i = 0; i < ki->nparams; i++) {
+			diff |= cg_copy_diff(p + off, op->u.k.args[i], exp ? exp + off : NULL, ki->size[i]);
+			off += ki->size[i];
+		}
+	} else {
+		/* The caller's packed buffer, or cgraft's own copy of an op kept
+		 * already. */
+		const void *src = op->u.k.extra ? op->u.k.extra : op->u.k.params;
+		if (src && op->nbytes)
+			diff = cg_copy_diff(p, src, exp, op->nbytes);
+	}
+	d->u.k.params = p;
+	d->u.k.args = NULL;
+	d->u.k.extra = NULL;
+	if (op->u.k.nattr) {
+		CUlaunchAttribute *a = cg_arena_alloc(&s->arena, op->u.k.nattr * sizeof *a);
+		if (!a)
+			return -ENOMEM;
+		memcpy(a, op->u.k.attr, op->u.k.nattr * sizeof *a);
+		d->u.k.attr = a;
+	}
+	if (differs)
+		*differs = diff != 0;
+	return 0;
+}
+
+int cg_seg_push(struct cg_seg *s, const struct cg_op *op, int snapshot, const struct cg_op *expect, int *differs)
+{
+	if (cg_seg_reserve(s, 1))
+		return -ENOMEM;
+	struct cg_op *d = &s->ops[s->n];
+	*d = *op;
+	if (op->kind == CG_OP_KERNEL) {
+		if (cg_push_kernel(s, d, op, expect, differs))
+			return -ENOMEM;
+	} else {
+		if (op->kind == CG_OP_COPY && op->flags & CG_F_SRC_PAGEABLE && !(op->flags & CG_F_HOST_WAITS) &&
+		    snapshot) {
+			size_t n = op->u.cp.spitch * op->u.cp.sheight * (op->u.cp.depth - 1) +
+				   op->u.cp.spitch * (op->u.cp.height - 1) + op->u.cp.width;
+			void *p = cg_arena_alloc(&s->arena, n);
+			if (!p)
+				return -ENOMEM;
+			memcpy(p, op->u.cp.src, n);
+			d->u.cp.src = p;
+		}
+		if (differs)
+			*differs = expect && !cg_op_same_values(op, expect);
+	}
+	s->n++;
+	return 0;
+}
+
+int cg_seg_append(struct cg_seg *s, const struct cg_op *ops, size_t n)
+{
+	if (cg_seg_reserve(s, n))
+		return -ENOMEM;
+	memcpy(s->ops + s->n, ops, n * sizeof *ops);
+	s->n += n;
+	return 0;
+}
+
+void cg_seg_clear(struct cg_seg *s)
+{
+	s->n = 0;
+	cg_arena_reset(&s->arena);
+}
+
+void cg_seg_free(struct cg_seg *s)
+{
+	free(s->ops);
+	cg_arena_free(&s->arena);
+	memset(s, 0, sizeof *s);
+}
+
+void cg_seg_drop_front(struct cg_seg *s, size_t k)
+{
+	if (k >= s->n) {
+		s->n = 0;
+		return;
+	}
+	memmove(s->ops, s->ops + k, (s->n - k) * sizeof *s->ops);
+	s->n -= k;
+}
+
+/* Whether most ops of the two halves of a 2p-op segment carry the same
+ * arguments too. A loop's iteration does, but for a counter or an RNG offset;
+ * a layer repeated within the iteration does not (other weights). */
+static int cg_values_recur(const struct cg_seg *s, size_t p)
+{
+	size_t same = 0;
+	for (size_t i = 0; i < p; i++)
+		same += (size_t)cg_op_same_values(&s->ops[i], &s->ops[i + p]);
+	return 2 * same >= p;
+}
+
+enum cg_period_step cg_period_step(struct cg_period *pd, const struct cg_seg *s, size_t min_ops, size_t max_ops,
+				   size_t *found)
+{
+	size_t k = s->n - 1;
+	if (pd->known)
+		return s->n >= pd->known ? CG_PERIOD_KNOWN : CG_PERIOD_NONE;
+	int w = 0;
+	for (int i = 0; i < pd->ncand; i++) {
+		size_t p = pd->cand[i];
+		if (s->ops[k].shape != s->ops[k - p].shape)
+			continue;
+		if (k + 1 == 2 * p) {
+			/* Same shapes with other arguments: a part of the
+			 * iteration (layers, a chain of one kernel) repeating
+			 * inside it, not the iteration. */
+			if (!cg_values_recur(s, p))
+				continue;
+			*found = p;
+			pd->ncand = 0;
+			return CG_PERIOD_HALVES;
+		}
+		pd->cand[w++] = p;
+	}
+	pd->ncand = w;
+	if (k >= 1 && k >= min_ops / 2 && s->ops[k].shape == s->ops[0].shape && pd->ncand < CG_MAX_PERIODS &&
+	    2 * k <= max_ops)
+		pd->cand[pd->ncand++] = k;
+	return s->n >= max_ops ? CG_PERIOD_MAX : CG_PERIOD_NONE;
+}
+
+size_t cg_period_group(size_t p, size_t max_ops)
+{
+	size_t g = p;
+	while (g < CG_PERIOD_GROUP && g + p <= max_ops)
+		g += p;
+	return g;
+}

@@ -1,0 +1,59 @@
+/* Segments: the ops between two points where the host may look at device
+ * state, as cgraft keeps them (kernel parameters, launch attributes and held
+ * pageable sources copied into an arena), and the period detector that cuts
+ * loops without such points. No CUDA here. */
+#ifndef CG_SEGMENT_H
+#define CG_SEGMENT_H
+
+#include "op.h"
+
+struct cg_arena_blk;
+struct cg_arena {
+	struct cg_arena_blk *head;
+};
+/* Pointers into an arena stay valid until it is reset. */
+void *cg_arena_alloc(struct cg_arena *a, size_t n) CG_HIDDEN;
+void cg_arena_reset(struct cg_arena *a) CG_HIDDEN;
+void cg_arena_free(struct cg_arena *a) CG_HIDDEN;
+
+struct cg_seg {
+	struct cg_op *ops;
+	size_t n, cap;
+	struct cg_arena arena;
+};
+
+/* Appends a copy of op. snapshot: a pageable source is copied now (the op is
+ * held). expect: the op the graph has at this place; *differs is then set to
+ * whether op's values differ from it, found in the same pass as the copy.
+ * Returns 0 or -ENOMEM. */
+int cg_seg_push(struct cg_seg *s, const struct cg_op *op, int snapshot, const struct cg_op *expect,
+		int *differs) CG_HIDDEN;
+/* Appends ops that already live in cgraft's memory (their copies are kept). */
+int cg_seg_append(struct cg_seg *s, const struct cg_op *ops, size_t n) CG_HIDDEN;
+void cg_seg_clear(struct cg_seg *s) CG_HIDDEN;
+void cg_seg_free(struct cg_seg *s) CG_HIDDEN;
+/* Drops the first k ops (their copies stay until the arena is reset). */
+void cg_seg_drop_front(struct cg_seg *s, size_t k) CG_HIDDEN;
+
+/* Period detection over a segment being recorded: a candidate period p is
+ * born where an op has the shape of the segment's first op, and lives while
+ * each op has the shape of the one p before it. */
+#define CG_MAX_PERIODS 64
+struct cg_period {
+	size_t cand[CG_MAX_PERIODS];
+	int ncand;
+	size_t known; /* ops per segment once a period was found, 0 if none */
+	int misses;   /* cuts at the known period whose run did not recur */
+};
+enum cg_period_step { CG_PERIOD_NONE, CG_PERIOD_HALVES, CG_PERIOD_KNOWN, CG_PERIOD_MAX };
+/* After op n-1 was appended: CG_PERIOD_HALVES when ops [0,p) and [p,2p) are
+ * one iteration twice (*p is set), CG_PERIOD_KNOWN when a segment of the
+ * known period is complete, CG_PERIOD_MAX at max_ops. */
+enum cg_period_step cg_period_step(struct cg_period *pd, const struct cg_seg *s, size_t min_ops,
+				   size_t max_ops, size_t *p) CG_HIDDEN;
+/* Ops per segment for a found period: short periods are grouped so that a
+ * graph covers at least CG_PERIOD_GROUP ops of them. */
+#define CG_PERIOD_GROUP 64
+size_t cg_period_group(size_t p, size_t max_ops) CG_HIDDEN;
+
+#endif

@@ -1,0 +1,375 @@
+/* The calls with their own handling: event queries and waits that need not
+ * end a segment, the program's own capture, handles that go away, device
+ * and context switches, kernel attributes, and host memory kernels reach. */
+#include <pthread.h>
+#include <string.h>
+
+#include "backend.h"
+#include "special.h"
+
+static int cg_on(void)
+{
+	return atomic_load_explicit(&cg_engine_on, memory_order_relaxed);
+}
+
+/* ---- events ----------------------------------------------------------------- */
+/* A query of an event held work does not record sees what it would see
+ * eagerly: the held work comes after it in every stream. */
+static void cg_events_looked_at(int entry, CUevent a, CUevent b)
+{
+	if (cg_on() && !(cg_engine_event_independent(a) && (!b || cg_engine_event_independent(b))))
+		cg_engine_boundary(entry, CG_K_SYNC, CG_WHY_UNSUPPORTED_API);
+}
+
+/* A wait on such an event is not wrong either, but the held work would idle
+ * while the host blocks: it goes out unless the event is already complete. */
+static void cg_event_waited(int entry, CUevent e)
+{
+	if (!cg_on())
+		return;
+	if (!cg_engine_event_independent(e) || (cg_backend_ready() == 0 && CG_BK(event_query, e) != CUDA_SUCCESS))
+		cg_engine_boundary(entry, CG_K_SYNC, CG_WHY_UNSUPPORTED_API);
+}
+
+void cg_pre_rt_event_query(int entry, int pt, cudaEvent_t e)
+{
+	(void)pt;
+	cg_events_looked_at(entry, (CUevent)e, NULL);
+}
+
+void cg_pre_rt_event_sync(int entry, int pt, cudaEvent_t e)
+{
+	(void)pt;
+	cg_event_waited(entry, (CUevent)e);
+}
+
+void cg_pre_rt_event_elapsed(int entry, int pt, float *ms, cudaEvent_t a, cudaEvent_t b)
+{
+	(void)pt, (void)ms;
+	cg_events_looked_at(entry, (CUevent)a, (CUevent)b);
+}
+
+void cg_pre_cuEventQuery(int entry, int pt, CUevent e)
+{
+	(void)pt;
+	cg_events_looked_at(entry, e, NULL);
+}
+
+void cg_pre_cuEventSynchronize(int entry, int pt, CUevent e)
+{
+	(void)pt;
+	cg_event_waited(entry, e);
+}
+
+void cg_pre_cuEventElapsedTime_v2(int entry, int pt, float *ms, CUevent a, CUevent b)
+{
+	(void)pt, (void)ms;
+	cg_events_looked_at(entry, a, b);
+}
+
+/* ---- the program's own capture: cgraft stands aside ------------------------------ */
+static void cg_capture_pre(int entry)
+{
+	if (cg_on())
+		cg_engine_boundary(entry, CG_K_BND, CG_WHY_CAPTURE);
+}
+
+static void cg_capture_post(int rc)
+{
+	if (rc == 0)
+		cg_capture_begin();
+}
+
+void cg_pre_rt_capture_begin(int entry, int pt, cudaStream_t s, enum cudaStreamCaptureMode mode)
+{
+	(void)pt, (void)s, (void)mode;
+	cg_capture_pre(entry);
+}
+
+void cg_post_rt_capture_begin(int entry, int pt, int rc, cudaStream_t s, enum cudaStreamCaptureMode mode)
+{
+	(void)entry, (void)pt, (void)s, (void)mode;
+	cg_capture_post(rc);
+}
+
+void cg_pre_rt_capture_begin_to_graph(int entry, int pt, cudaStream_t s, cudaGraph_t g,
+				      const cudaGraphNode_t *deps, const cudaGraphEdgeData *edges, size_t n,
+				      enum cudaStreamCaptureMode mode)
+{
+	(void)pt, (void)s, (void)g, (void)deps, (void)edges, (void)n, (void)mode;
+	cg_capture_pre(entry);
+}
+
+void cg_post_rt_capture_begin_to_graph(int entry, int pt, int rc, cudaStream_t s, cudaGraph_t g,
+				       const cudaGraphNode_t *deps, const cudaGraphEdgeData *edges, size_t n,
+				       enum cudaStreamCaptureMode mode)
+{
+	(void)entry, (void)pt, (void)s, (void)g, (void)deps, (void)edges, (void)n, (void)mode;
+	cg_capture_post(rc);
+}
+
+/* Even a failed end closes the capture. */
+void cg_post_rt_capture_end(int entry, int pt, int rc, cudaStream_t s, cudaGraph_t *g)
+{
+	(void)entry, (void)pt, (void)rc, (void)s, (void)g;
+	cg_capture_end();
+}
+
+void cg_pre_cuStreamBeginCapture_v2(int entry, int pt, CUstream s, CUstreamCaptureMode mode)
+{
+	(void)pt, (void)s, (void)mode;
+	cg_capture_pre(entry);
+}
+
+void cg_post_cuStreamBeginCapture_v2(int entry, int pt, int rc, CUstream s, CUstreamCaptureMode mode)
+{
+	(void)entry, (void)pt, (void)s, (void)mode;
+	cg_capture_post(rc);
+}
+
+void cg_pre_cuStreamBeginCaptureToGraph(int entry, int pt, CUstream s, CUgraph g, const CUgraphNode *deps,
+					const CUgraphEdgeData *edges, size_t n, CUstreamCaptureMode mode)
+{
+	(void)pt, (void)s, (void)g, (void)deps, (void)edges, (void)n, (void)mode;
+	cg_capture_pre(entry);
+}
+
+void cg_post_cuStreamBeginCaptureToGraph(int entry, int pt, int rc, CUstream s, CUgraph g,
+					 const CUgraphNode *deps, const CUgraphEdgeData *edges, size_t n,
+					 CUstreamCaptureMode mode)
+{
+	(void)entry, (void)pt, (void)s, (void)g, (void)deps, (void)edges, (void)n, (void)mode;
+	cg_capture_post(rc);
+}
+
+void cg_post_cuStreamEndCapture(int entry, int pt, int rc, CUstream s, CUgraph *g)
+{
+	(void)entry, (void)pt, (void)rc, (void)s, (void)g;
+	cg_capture_end();
+}
+
+/* ---- handles, devices, contexts ------------------------------------------------- */
+/* A destroyed handle may come back as another object: graphs naming it go. */
+void cg_pre_rt_stream_destroy(int entry, int pt, cudaStream_t s)
+{
+	(void)pt;
+	if (cg_on())
+		cg_engine_forget_handle(entry, (CUstream)s, NULL);
+}
+
+void cg_pre_rt_event_destroy(int entry, int pt, cudaEvent_t e)
+{
+	(void)pt;
+	if (cg_on())
+		cg_engine_forget_handle(entry, NULL, (CUevent)e);
+}
+
+void cg_pre_cuStreamDestroy_v2(int entry, int pt, CUstream s)
+{
+	cg_pre_rt_stream_destroy(entry, pt, (cudaStream_t)s);
+}
+
+void cg_pre_cuEventDestroy_v2(int entry, int pt, CUevent e)
+{
+	cg_pre_rt_event_destroy(entry, pt, (cudaEvent_t)e);
+}
+
+/* Naming the current device or context again changes nothing. */
+void cg_pre_rt_set_device(int entry, int pt, int device)
+{
+	(void)pt;
+	CUdevice cur;
+	if (cg_on() && !(cg_backend_ready() == 0 && CG_BK(ctx_get_device, &cur) == CUDA_SUCCESS && cur == device))
+		cg_engine_boundary(entry, CG_K_SYNC, CG_WHY_DEVICE);
+}
+
+void cg_pre_cuCtxSetCurrent(int entry, int pt, CUcontext c)
+{
+	(void)pt;
+	CUcontext cur;
+	if (cg_on() && !(cg_backend_ready() == 0 && CG_BK(ctx_get_current, &cur) == CUDA_SUCCESS && cur == c))
+		cg_engine_boundary(entry, CG_K_SYNC, CG_WHY_DEVICE);
+}
+
+void cg_pre_cuCtxPushCurrent_v2(int entry, int pt, CUcontext c)
+{
+	cg_pre_cuCtxSetCurrent(entry, pt, c);
+}
+
+/* ---- kernel attributes ------------------------------------------------------------ */
+/* Raising or lowering a kernel's limits changes which launches succeed: the
+ * graphs go, so that the next launches are made, and fail, as eagerly.
+ * Setting a value a kernel already has (PyTorch does before each launch of
+ * some kernels) changes nothing. */
+#define CG_ATTR_SLOTS 256
+static struct {
+	const void *k;
+	int attr, value;
+} cg_attr_seen[CG_ATTR_SLOTS];
+static pthread_mutex_t cg_attr_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static size_t cg_attr_slot(const void *k, int attr)
+{
+	uint64_t h = ((uint64_t)(uintptr_t)k * 0x9E3779B97F4A7C15ull) ^ (uint64_t)attr;
+	return (size_t)(h >> 56) & (CG_ATTR_SLOTS - 1);
+}
+
+static void cg_attr_pre(int entry, const void *k, int attr, int value)
+{
+	pthread_mutex_lock(&cg_attr_lock);
+	size_t i = cg_attr_slot(k, attr);
+	int same = cg_attr_seen[i].k == k && cg_attr_seen[i].attr == attr && cg_attr_seen[i].value == value;
+	pthread_mutex_unlock(&cg_attr_lock);
+	if (!same && cg_on())
+		cg_engine_boundary(entry, CG_K_RESET, CG_WHY_RESET);
+}
+
+static void cg_attr_post(int rc, const void *k, int attr, int value)
+{
+	pthread_mutex_lock(&cg_attr_lock);
+	size_t i = cg_attr_slot(k, attr);
+	if (rc == 0) {
+		cg_attr_seen[i].k = k;
+		cg_attr_seen[i].attr = attr;
+		cg_attr_seen[i].value = value;
+	} else if (cg_attr_seen[i].k == k && cg_attr_seen[i].attr == attr) {
+		cg_attr_seen[i].k = NULL;
+	}
+	pthread_mutex_unlock(&cg_attr_lock);
+}
+
+void cg_pre_rt_func_set_attribute(int entry, int pt, const void *func, enum cudaFuncAttribute attr, int value)
+{
+	(void)pt;
+	cg_attr_pre(entry, func, (int)attr, value);
+}
+
+void cg_post_rt_func_set_attribute(int entry, int pt, int rc, const void *func, enum cudaFuncAttribute attr,
+				   int value)
+{
+	(void)entry, (void)pt;
+	cg_attr_post(rc, func, (int)attr, value);
+}
+
+void cg_pre_cuFuncSetAttribute(int entry, int pt, CUfunction f, CUfunction_attribute attr, int value)
+{
+	(void)pt;
+	cg_attr_pre(entry, f, 1000 + (int)attr, value);
+}
+
+void cg_post_cuFuncSetAttribute(int entry, int pt, int rc, CUfunction f, CUfunction_attribute attr, int value)
+{
+	(void)entry, (void)pt;
+	cg_attr_post(rc, f, 1000 + (int)attr, value);
+}
+
+void cg_pre_cuKernelSetAttribute(int entry, int pt, CUfunction_attribute attr, int value, CUkernel k,
+				 CUdevice dev)
+{
+	(void)pt;
+	cg_attr_pre(entry, k, 2000 + 64 * dev + (int)attr, value);
+}
+
+void cg_post_cuKernelSetAttribute(int entry, int pt, int rc, CUfunction_attribute attr, int value, CUkernel k,
+				  CUdevice dev)
+{
+	(void)entry, (void)pt;
+	cg_attr_post(rc, k, 2000 + 64 * dev + (int)attr, value);
+}
+
+/* ---- host memory ---------------------------------------------------------------- */
+#define CG_NOTE_ALLOC(family, ptype, ...) void cg_post_##family(int entry, int pt, int rc, ptype p, __VA_ARGS__)
+CG_NOTE_ALLOC(rt_malloc_host, void **, size_t n)
+{
+	(void)entry, (void)pt;
+	if (rc == 0)
+		cg_hostmem_add(*p, n);
+}
+CG_NOTE_ALLOC(rt_host_alloc, void **, size_t n, unsigned int flags)
+{
+	(void)entry, (void)pt, (void)flags;
+	if (rc == 0)
+		cg_hostmem_add(*p, n);
+}
+CG_NOTE_ALLOC(rt_host_register, void *, size_t n, unsigned int flags)
+{
+	(void)entry, (void)pt, (void)flags;
+	if (rc == 0)
+		cg_hostmem_add(p, n);
+}
+CG_NOTE_ALLOC(rt_malloc_managed, void **, size_t n, unsigned int flags)
+{
+	(void)entry, (void)pt, (void)flags;
+	if (rc == 0)
+		cg_hostmem_add(*p, n);
+}
+CG_NOTE_ALLOC(cuMemAllocHost_v2, void **, size_t n)
+{
+	(void)entry, (void)pt;
+	if (rc == 0)
+		cg_hostmem_add(*p, n);
+}
+CG_NOTE_ALLOC(cuMemHostAlloc, void **, size_t n, unsigned int flags)
+{
+	(void)entry, (void)pt, (void)flags;
+	if (rc == 0)
+		cg_hostmem_add(*p, n);
+}
+CG_NOTE_ALLOC(cuMemHostRegister_v2, void *, size_t n, unsigned int flags)
+{
+	(void)entry, (void)pt, (void)flags;
+	if (rc == 0)
+		cg_hostmem_add(p, n);
+}
+CG_NOTE_ALLOC(cuMemAllocManaged, CUdeviceptr *, size_t n, unsigned int flags)
+{
+	(void)entry, (void)pt, (void)flags;
+	if (rc == 0)
+		cg_hostmem_add((void *)(uintptr_t)*p, n);
+}
+
+/* Frees synchronise: held work goes out, and the memory is no longer host
+ * memory a kernel can reach. */
+static void cg_freed(int entry, const void *p)
+{
+	if (cg_on())
+		cg_engine_boundary(entry, CG_K_SYNC, CG_WHY_UNSUPPORTED_API);
+	if (p)
+		cg_hostmem_remove(p);
+}
+
+void cg_pre_rt_host_unregister(int entry, int pt, void *p)
+{
+	(void)pt;
+	cg_freed(entry, p);
+}
+
+void cg_pre_rt_free_host(int entry, int pt, void *p)
+{
+	(void)pt;
+	cg_freed(entry, p);
+}
+
+void cg_pre_rt_free(int entry, int pt, void *p)
+{
+	(void)pt;
+	cg_freed(entry, p);
+}
+
+void cg_pre_cuMemHostUnregister(int entry, int pt, void *p)
+{
+	(void)pt;
+	cg_freed(entry, p);
+}
+
+void cg_pre_cuMemFreeHost(int entry, int pt, void *p)
+{
+	(void)pt;
+	cg_freed(entry, p);
+}
+
+void cg_pre_cuMemFree_v2(int entry, int pt, CUdeviceptr p)
+{
+	(void)pt;
+	cg_freed(entry, (const void *)(uintptr_t)p);
+}

@@ -1,0 +1,61 @@
+/* Counters cgraft keeps, the JSON object written at exit (CGRAFT_STATS) and
+ * the human summary (CGRAFT_REPORT). */
+#ifndef CG_STATS_H
+#define CG_STATS_H
+
+#include <stdatomic.h>
+#include <stdio.h>
+
+#include "api.h"
+#include "base.h"
+
+/* Why work ran eagerly. */
+enum cg_reason {
+	CG_WHY_UNSUPPORTED_API,   /* an entry point cgraft does not model */
+	CG_WHY_LAUNCH_ATTRIBUTE,  /* launch attributes a graph node cannot carry */
+	CG_WHY_PARAM_INFO,        /* kernel parameter layout unknown */
+	CG_WHY_MEMCPY_KIND,       /* copy cgraft cannot put in a node */
+	CG_WHY_EVENT_FLAGS,       /* external event record or wait */
+	CG_WHY_CAPTURE,           /* the program's own stream capture */
+	CG_WHY_THREADS,           /* work from another host thread */
+	CG_WHY_DEVICE,            /* another device or context */
+	CG_WHY_HOST_MEMORY,       /* a kernel given host memory the host may poll */
+	CG_WHY_HELD_TOO_LONG,     /* no call came for CGRAFT_MAX_HOLD_US */
+	CG_WHY_RESET,             /* kernels, contexts or launch settings changed */
+	CG_WHY_BUILD_FAILED,      /* graph construction or instantiation failed */
+	CG_WHY_LAUNCH_FAILED,     /* graph launch or update failed */
+	CG_WHY_BACKOFF_DIVERGE,   /* shape kept diverging */
+	CG_WHY_BACKOFF_SLOW,      /* replay did not save host time */
+	CG_WHY_BACKOFF_NOREPEAT,  /* the op stream did not repeat */
+	CG_WHY_NCCL,              /* NCCL kernels carry host-side proxy work */
+	CG_WHY_COUNT
+};
+
+struct cg_stats {
+	atomic_ullong calls[CG_E_COUNT];      /* by entry point, made by the program */
+	atomic_ullong boundaries[CG_E_COUNT]; /* of them, unmodelled calls that ended a segment */
+	atomic_ullong segments, graphs_built, graph_launches, ops_total, ops_replayed, divergences,
+		node_updates, variants, pieces_eager;
+	atomic_ullong fallbacks[CG_WHY_COUNT];
+	atomic_ullong record_ns, instantiate_ns, backoffs;
+	atomic_ullong lookups;  /* dlsym and cuGetProcAddress calls answered */
+	atomic_ullong held_bytes_device, held_bytes_host; /* staging and graph memory cgraft holds now */
+	atomic_ullong held_bytes_host_peak;
+};
+extern struct cg_stats cg_stats CG_HIDDEN;
+extern const char *const cg_reason_names[CG_WHY_COUNT] CG_HIDDEN;
+
+#define cg_stat_add(field, n) atomic_fetch_add_explicit(&cg_stats.field, (n), memory_order_relaxed)
+static inline void cg_count_fallback(enum cg_reason why)
+{
+	atomic_fetch_add_explicit(&cg_stats.fallbacks[why], 1, memory_order_relaxed);
+}
+
+void cg_stats_write_json(FILE *f) CG_HIDDEN;
+void cg_stats_write_report(FILE *f) CG_HIDDEN;
+/* Expands %p in a CGRAFT_STATS path; returns 0 or -ENAMETOOLONG. */
+int cg_stats_expand_path(const char *pattern, long pid, char *out, size_t size) CG_HIDDEN;
+/* Whether the process made any CUDA call through cgraft. */
+int cg_stats_any_calls(void) CG_HIDDEN;
+
+#endif
