@@ -82,15 +82,20 @@ static void cg_backend_find(void)
 	cg_bk_state = missing ? -1 : 1;
 }
 
-int cg_backend_ready(void)
+atomic_int cg_backend_ok;
+
+int cg_backend_ready_slow(void)
 {
 	if (cg_bk != &cg_real_bk)
 		return 0;
 	pthread_once(&cg_bk_once, cg_backend_find);
+	if (cg_bk_state > 0)
+		atomic_store(&cg_backend_ok, 1);
 	return cg_bk_state > 0 ? 0 : -ENOENT;
 }
 
 void cg_backend_set(const struct cg_backend *bk)
 {
 	cg_bk = bk ? bk : &cg_real_bk;
+	atomic_store(&cg_backend_ok, bk != NULL);
 }

@@ -83,7 +83,12 @@ struct cg_backend {
 extern const struct cg_backend *cg_bk CG_HIDDEN;
 /* Finds the real driver (and the program's runtime, where there is one);
  * 0 when the driver's entry points are there, -ENOENT otherwise. */
-int cg_backend_ready(void) CG_HIDDEN;
+int cg_backend_ready_slow(void) CG_HIDDEN;
+extern atomic_int cg_backend_ok CG_HIDDEN;
+static inline int cg_backend_ready(void)
+{
+	return cg_likely(atomic_load_explicit(&cg_backend_ok, memory_order_acquire)) ? 0 : cg_backend_ready_slow();
+}
 /* The runtime's two helpers, looked up again while missing; 0 once found. */
 int cg_backend_runtime(void) CG_HIDDEN;
 /* glibc's dlsym, for cgraft's own lookups (the exported dlsym is cgraft's). */

@@ -11,11 +11,13 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
 #include "engine.h"
+#include "lock.h"
 #include "log.h"
 #include "options.h"
 #include "replay.h"
@@ -31,26 +33,29 @@
 enum cg_mode { CG_RECORD, CG_DEFER };
 
 static struct {
-	pthread_mutex_t mu;
-	pthread_cond_t turn_cv, timer_cv;
+	struct cg_lock mu;
+	struct cg_cond turn_cv, timer_cv;
 	int submitting;              /* depth of the turn's holder */
 	pthread_t submitter;
 	uint64_t seq;                /* engine entries, for the hold timer */
 	uint64_t epoch;              /* work enqueued other than by replays */
 	uint64_t segno;
 	enum cg_mode mode;
-	pthread_t owner;
-	int have_owner;
+	const void *owner;           /* the owning thread's cg_self token */
+	pthread_t owner_thread;
 	CUcontext ctx;               /* of the run and the held work */
 	/* The deferral: held ops, which differ from what the graph expects,
 	 * the templates they match so far. */
 	struct cg_seg held;
 	uint8_t *dirty;
-	size_t dirty_cap;
+	uint8_t *lazy;               /* held ops not written out: lazy_src's op with its expected values */
+	size_t dirty_cap, nlazy;
+	struct cg_tmpl *lazy_src;
 	struct cg_tmpl *cand[CG_MAX_CAND];
 	int ncand;
 	struct cg_tmpl *complete;    /* a candidate the held ops complete (a prefix of them) */
 	struct cg_tmpl *expect_src;  /* the template dirty[] was found against */
+	const struct cg_op *expect_vals; /* its values the launch is expected to carry */
 	struct cg_tmpl *expect;      /* a chain's next piece */
 	CUevent evset[CG_EVSET];     /* events recorded by held work */
 	int nev;                     /* > CG_EVSET: too many to tell */
@@ -70,23 +75,30 @@ static struct {
 	int timer;                   /* 0 not started, 1 idle, 2 watching */
 	int atexit_done;
 } E = {
-	.mu = PTHREAD_MUTEX_INITIALIZER,
-	.turn_cv = PTHREAD_COND_INITIALIZER,
-	.timer_cv = PTHREAD_COND_INITIALIZER,
 	.run_ns_ok = 1,
 };
 
 atomic_int cg_engine_on;
+/* Its address tells one thread from another, for the cost of a TLS access. */
+static CG_TLS char cg_self;
 static atomic_int cg_capturing, cg_paused, cg_dead;
 
 static void cg_resolve(int foreign, int diverged);
 static int cg_run_end(int host_waits);
+static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why);
+static void cg_held_materialize(void);
 
 /* ---- the submission turn ------------------------------------------------- */
-static void cg_wait_turn(void)
+static void cg_wait_turn_slow(void)
 {
 	while (E.submitting && !pthread_equal(E.submitter, pthread_self()))
-		pthread_cond_wait(&E.turn_cv, &E.mu);
+		cg_cond_wait(&E.turn_cv, &E.mu, 0);
+}
+
+static inline void cg_wait_turn(void)
+{
+	if (cg_unlikely(E.submitting))
+		cg_wait_turn_slow();
 }
 
 /* Takes the turn and lets go of the mutex for real calls. */
@@ -95,14 +107,14 @@ static void cg_unlock_for_calls(void)
 	cg_wait_turn();
 	E.submitting++;
 	E.submitter = pthread_self();
-	pthread_mutex_unlock(&E.mu);
+	cg_lock_give(&E.mu);
 }
 
 static void cg_relock_after_calls(void)
 {
-	pthread_mutex_lock(&E.mu);
+	cg_lock_take(&E.mu);
 	if (--E.submitting == 0)
-		pthread_cond_broadcast(&E.turn_cv);
+		cg_cond_broadcast(&E.turn_cv);
 }
 
 /* Frees the graphs of templates taken out of the table. */
@@ -213,6 +225,7 @@ static void cg_defer_clear(void)
 	E.timing = 0;
 	E.defer_ns = 0;
 	E.nev = 0;
+	E.nlazy = 0;
 }
 
 /* ---- learning and building --------------------------------------------------- */
@@ -370,6 +383,8 @@ static int cg_run_end(int host_waits)
  * when nothing was launched. */
 static int cg_launch(struct cg_tmpl *t, CUevent *wait)
 {
+	if (E.expect_src != t)
+		cg_held_materialize();
 	struct cg_launch l = { .ops = E.held.ops, .dirty = E.expect_src == t ? E.dirty : NULL, .epoch = E.epoch };
 	uint64_t t0 = E.timing ? cg_now_ns() : 0;
 	cg_unlock_for_calls();
@@ -408,6 +423,7 @@ static void cg_resolve(int foreign, int diverged)
 {
 	if (E.mode != CG_DEFER)
 		return;
+	cg_held_materialize();
 	size_t n = E.held.n, k = 0;
 	struct cg_tmpl *t = E.complete, *launched = NULL;
 	CUevent wait = NULL;
@@ -436,19 +452,39 @@ static void cg_resolve(int foreign, int diverged)
 }
 
 /* ---- deferral ------------------------------------------------------------------ */
-static int cg_dirty_reserve(size_t n)
+static int cg_dirty_grow(size_t n)
 {
-	if (n <= E.dirty_cap)
-		return 0;
 	size_t cap = E.dirty_cap ? 2 * E.dirty_cap : 256;
 	while (cap < n)
 		cap *= 2;
-	uint8_t *d = realloc(E.dirty, cap);
-	if (!d)
+	uint8_t *d = realloc(E.dirty, cap), *z = d ? realloc(E.lazy, cap) : NULL;
+	if (d)
+		E.dirty = d;
+	if (!z)
 		return -ENOMEM;
-	E.dirty = d;
+	E.lazy = z;
 	E.dirty_cap = cap;
 	return 0;
+}
+
+static inline int cg_dirty_reserve(size_t n)
+{
+	return cg_likely(n <= E.dirty_cap) ? 0 : cg_dirty_grow(n);
+}
+
+/* Writes out the held ops the fast path left implicit. */
+static void cg_held_materialize(void)
+{
+	if (cg_likely(!E.nlazy))
+		return;
+	for (size_t i = 0; i < E.held.n; i++)
+		if (E.lazy[i]) {
+			struct cg_op *h = &E.held.ops[i];
+			*h = E.lazy_src->ops[i];
+			h->u.k.params = E.expect_vals[i].u.k.params;
+			E.lazy[i] = 0;
+		}
+	E.nlazy = 0;
 }
 
 static void cg_timer_wake(void);
@@ -459,20 +495,24 @@ static void cg_timer_wake(void);
 static int cg_defer_push(struct cg_op *op, CUevent *wait)
 {
 	size_t pos = E.held.n;
-	int keep_src = 0;
-	for (int i = 0; i < E.ncand; i++)
-		keep_src |= E.cand[i] == E.expect_src;
-	if (!keep_src)
-		E.expect_src = NULL;
-	const struct cg_op *exp = E.expect_src ? cg_graph_expect(E.expect_src, pos) : NULL;
+	if (cg_unlikely(E.expect_src && E.cand[0] != E.expect_src)) {
+		int keep_src = 0;
+		for (int i = 0; i < E.ncand; i++)
+			keep_src |= E.cand[i] == E.expect_src;
+		if (!keep_src)
+			E.expect_src = NULL;
+	}
+	const struct cg_op *exp = E.expect_src ? &E.expect_vals[pos] : NULL;
 	int differs = 1;
 	if (cg_dirty_reserve(pos + 1) || cg_seg_push(&E.held, op, 1, exp, &differs)) {
 		cg_resolve(0, 0);
 		return 0;
 	}
 	E.dirty[pos] = (uint8_t)(differs || !exp);
+	E.lazy[pos] = 0;
 	E.mode = CG_DEFER;
-	const struct cg_op *h = &E.held.ops[pos];
+	struct cg_op *h = &E.held.ops[pos];
+	h->shape = E.cand[0]->ops[pos].shape; /* one shape, which the candidates share */
 	/* A kernel given host memory the host may poll, or a read-back that ends
 	 * no template here, is not held: the work before it goes out, then it
 	 * runs as the program called it. */
@@ -511,12 +551,46 @@ static int cg_defer_push(struct cg_op *op, CUevent *wait)
 	return 1;
 }
 
+_Static_assert(offsetof(struct cg_op, u.k.nattr) - offsetof(struct cg_op, u.k.grid) == 28,
+	       "grid, block, shmem and nattr lie side by side");
+
+/* The path of most held launches: a kernel the only candidate expects
+ * here (not its last op), with the values the graph has. Nothing is copied:
+ * the held op stays implicit (cg_held_materialize). 1 when held. */
+static int cg_hold_fast(struct cg_op *op)
+{
+	struct cg_tmpl *t = E.cand[0];
+	size_t pos = E.held.n;
+	const struct cg_op *x = &t->ops[pos];
+	if (pos + 1 >= t->n || t != E.expect_src || t != E.lazy_src || pos >= E.held.cap || pos >= E.dirty_cap ||
+	    x->kind != CG_OP_KERNEL || x->u.k.key != op->u.k.key || x->stream != op->stream ||
+	    x->flags != op->flags || !op->u.k.args)
+		return 0;
+	/* grid, block, shared memory and the attribute count, side by side */
+	uint64_t a[4], b[4];
+	memcpy(a, x->u.k.grid, 29);
+	memcpy(b, op->u.k.grid, 29);
+	((uint8_t *)a)[29] = ((uint8_t *)a)[30] = ((uint8_t *)a)[31] = 0;
+	((uint8_t *)b)[29] = ((uint8_t *)b)[30] = ((uint8_t *)b)[31] = 0;
+	if ((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) || x->u.k.nattr)
+		return 0;
+	op->u.k.ki = x->u.k.ki;
+	if (!cg_params_equal(op, E.expect_vals[pos].u.k.params))
+		return 0;
+	E.dirty[pos] = 0;
+	E.lazy[pos] = 1;
+	E.nlazy++;
+	E.held.n = pos + 1;
+	return 1;
+}
+
 /* In record mode: whether op starts a template (a chain's expected next
  * piece first), and then holds it. */
 static int cg_try_start(struct cg_op *op, CUevent *wait)
 {
 	if (!cg_in_window())
 		return 0;
+	op->shape = cg_op_shape_hash(op);
 	if (E.expect && cg_tmpl_can_follow(E.expect, op, E.segno)) {
 		E.cand[0] = E.expect;
 		E.ncand = 1;
@@ -528,18 +602,21 @@ static int cg_try_start(struct cg_op *op, CUevent *wait)
 		return 0;
 	E.complete = NULL;
 	E.expect_src = E.cand[0];
+	E.expect_vals = cg_graph_expect(E.cand[0], 0);
+	E.lazy_src = E.cand[0];
 	E.timing = cg_tmpl_wants_timing(E.cand[0]);
 	E.defer_ns = 0;
 	cg_timer_wake();
 	return cg_defer_push(op, wait);
 }
 
-/* In defer mode: whether op goes on matching a candidate. */
-static int cg_defer_more(struct cg_op *op, CUevent *wait)
+/* In defer mode: whether op goes on matching a candidate; first: op is
+ * known to match the first one (cg_kernel_expected). */
+static int cg_defer_more(struct cg_op *op, int first, CUevent *wait)
 {
 	size_t pos = E.held.n;
-	int w = 0;
-	for (int i = 0; i < E.ncand; i++)
+	int w = first;
+	for (int i = first; i < E.ncand; i++)
 		if (E.cand[i]->n > pos && cg_op_same_shape(&E.cand[i]->ops[pos], op))
 			E.cand[w++] = E.cand[i];
 	if (!w) {
@@ -564,10 +641,9 @@ static int cg_defer_more(struct cg_op *op, CUevent *wait)
 /* The calling thread takes the segment over: another thread's held work goes
  * out first (it may be what this call depends on), and its run ends. So does
  * work of another context. */
-static void cg_claim(CUcontext ctx)
+static void cg_claim_slow(CUcontext ctx)
 {
-	pthread_t self = pthread_self();
-	if (E.have_owner && !pthread_equal(E.owner, self)) {
+	if (E.owner && E.owner != &cg_self) {
 		if (E.mode == CG_DEFER) {
 			cg_count_fallback(CG_WHY_THREADS);
 			cg_resolve(1, 0);
@@ -575,8 +651,8 @@ static void cg_claim(CUcontext ctx)
 		cg_run_end(0);
 		E.expect = NULL;
 	}
-	E.owner = self;
-	E.have_owner = 1;
+	E.owner = &cg_self;
+	E.owner_thread = pthread_self();
 	if (ctx && E.ctx != ctx) {
 		if (E.mode == CG_DEFER || E.run.n) {
 			cg_count_fallback(CG_WHY_DEVICE);
@@ -592,39 +668,82 @@ static void cg_claim(CUcontext ctx)
 	}
 }
 
+static inline void cg_claim(CUcontext ctx)
+{
+	if (cg_unlikely(E.owner != &cg_self || (ctx && E.ctx != ctx)))
+		cg_claim_slow(ctx);
+}
+
 /* Waits for a launched read-back outside the lock, as the eager call would. */
 static int cg_wait_readback(CUevent wait)
 {
 	return wait ? (int)CG_BK(event_sync, wait) : 0;
 }
 
+/* A kernel launch the held work's first candidate expects here: the
+ * layout and shape are that op's, nothing to look up. */
+static int cg_kernel_expected(struct cg_op *op)
+{
+	const struct cg_op *x = &E.cand[0]->ops[E.held.n];
+	if (E.cand[0]->n <= E.held.n || x->kind != CG_OP_KERNEL || x->u.k.ki->key != op->u.k.key ||
+	    x->stream != op->stream || x->ctx != op->ctx || x->flags != op->flags || x->u.k.nattr || op->u.k.nattr ||
+	    x->u.k.grid[0] != op->u.k.grid[0] || x->u.k.grid[1] != op->u.k.grid[1] ||
+	    x->u.k.grid[2] != op->u.k.grid[2] || x->u.k.block[0] != op->u.k.block[0] ||
+	    x->u.k.block[1] != op->u.k.block[1] || x->u.k.block[2] != op->u.k.block[2] ||
+	    x->u.k.shmem != op->u.k.shmem || !op->u.k.args)
+		return 0;
+	op->u.k.ki = x->u.k.ki;
+	op->nbytes = x->nbytes;
+	return 1;
+}
+
 int cg_engine_op(struct cg_op *op)
 {
-	pthread_mutex_lock(&E.mu);
+	cg_lock_take(&E.mu);
 	E.seq++;
+	_Static_assert(offsetof(struct cg_op, u.k.nattr) - offsetof(struct cg_op, u.k.grid) == 28,
+	       "grid, block, shmem and nattr lie side by side");
+
+/* The path of most held launches: a kernel the only candidate expects. */
+	if (cg_likely(!E.submitting && E.mode == CG_DEFER && op->kind == CG_OP_KERNEL && E.owner == &cg_self &&
+		      E.ctx == op->ctx && E.ncand == 1 && !E.timing) &&
+	    atomic_load_explicit(&cg_engine_on, memory_order_relaxed) && cg_hold_fast(op)) {
+		op->status = 0;
+		cg_stat_add(ops_total, 1);
+		cg_lock_give(&E.mu);
+		return CG_DEFERRED;
+	}
 	cg_wait_turn();
 	if (!atomic_load_explicit(&cg_engine_on, memory_order_relaxed)) {
-		pthread_mutex_unlock(&E.mu);
+		cg_lock_give(&E.mu);
 		return CG_PASS;
 	}
 	uint64_t t0 = E.mode == CG_RECORD || E.timing ? cg_now_ns() : 0;
 	cg_claim(op->ctx);
 	cg_stat_add(ops_total, 1);
+	enum cg_reason why;
+	int expected = op->kind == CG_OP_KERNEL && E.mode == CG_DEFER && cg_kernel_expected(op);
+	if (op->kind == CG_OP_KERNEL && !expected && cg_op_kernel_info(op, &why)) {
+		/* A kernel cgraft cannot hold: a boundary, then the real call. */
+		cg_boundary_locked(op->entry, CG_K_BND, why);
+		cg_lock_give(&E.mu);
+		return CG_PASS;
+	}
 	CUevent wait = NULL;
-	int held = E.mode == CG_DEFER ? cg_defer_more(op, &wait) : 0;
+	int held = E.mode == CG_DEFER ? cg_defer_more(op, expected, &wait) : 0;
 	if (!held && E.mode == CG_RECORD)
 		held = cg_try_start(op, &wait);
 	if (held) {
 		if (E.timing && t0)
 			E.defer_ns += cg_now_ns() - t0;
-		pthread_mutex_unlock(&E.mu);
+		cg_lock_give(&E.mu);
 		op->status = cg_wait_readback(wait);
 		return CG_DEFERRED;
 	}
 	op->t0 = t0 ? t0 : cg_now_ns();
 	op->run_id = E.run_id;
 	E.epoch++;
-	pthread_mutex_unlock(&E.mu);
+	cg_lock_give(&E.mu);
 	return CG_EAGER;
 }
 
@@ -673,13 +792,15 @@ static void cg_period_cut(void)
 
 void cg_engine_op_done(struct cg_op *op, int ok)
 {
-	pthread_mutex_lock(&E.mu);
+	cg_lock_take(&E.mu);
 	cg_wait_turn();
 	if (op->run_id != E.run_id || !atomic_load(&cg_engine_on)) {
-		pthread_mutex_unlock(&E.mu);
+		cg_lock_give(&E.mu);
 		return;
 	}
 	E.run_ns += cg_now_ns() - op->t0;
+	if (!op->shape)
+		op->shape = cg_op_shape_hash(op);
 	size_t n = E.run.n;
 	/* A failed call is the program's to see; cgraft keeps nothing of it. */
 	int keep = ok && cg_seg_push(&E.run, op, 0, NULL, NULL) == 0;
@@ -701,18 +822,21 @@ void cg_engine_op_done(struct cg_op *op, int ok)
 	} else {
 		cg_period_cut();
 	}
-	pthread_mutex_unlock(&E.mu);
+	cg_lock_give(&E.mu);
 }
 
 void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why)
 {
-	pthread_mutex_lock(&E.mu);
+	cg_lock_take(&E.mu);
 	E.seq++;
 	cg_wait_turn();
-	if (!atomic_load(&cg_engine_on)) {
-		pthread_mutex_unlock(&E.mu);
-		return;
-	}
+	if (atomic_load(&cg_engine_on))
+		cg_boundary_locked(entry, kind, why);
+	cg_lock_give(&E.mu);
+}
+
+static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why)
+{
 	cg_claim(NULL);
 	if (kind != CG_K_SYNC)
 		E.epoch++;
@@ -735,16 +859,15 @@ void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why)
 		cg_learn_forget();
 		cg_bury(cg_table_take_naming(NULL, NULL, 1));
 	}
-	pthread_mutex_unlock(&E.mu);
 }
 
 void cg_engine_forget_handle(int entry, CUstream s, CUevent e)
 {
 	cg_engine_boundary(entry, CG_K_SYNC, CG_WHY_UNSUPPORTED_API);
-	pthread_mutex_lock(&E.mu);
+	cg_lock_take(&E.mu);
 	cg_wait_turn();
 	cg_bury(cg_table_take_naming(s, e, 0));
-	pthread_mutex_unlock(&E.mu);
+	cg_lock_give(&E.mu);
 }
 
 /* Held work comes after every event recorded before it: a query of such an
@@ -752,10 +875,10 @@ void cg_engine_forget_handle(int entry, CUstream s, CUevent e)
  * run recorded is where the host looks at that run's work: its end. */
 int cg_engine_event_independent(CUevent e)
 {
-	pthread_mutex_lock(&E.mu);
+	cg_lock_take(&E.mu);
 	int indep = !(E.mode == CG_DEFER && cg_evset_has(E.evset, E.nev, e)) &&
 		    !cg_evset_has(E.run_evset, E.run_nev, e);
-	pthread_mutex_unlock(&E.mu);
+	cg_lock_give(&E.mu);
 	return indep;
 }
 
@@ -767,21 +890,19 @@ int cg_engine_event_independent(CUevent e)
 static void *cg_timer_main(void *arg)
 {
 	(void)arg;
-	pthread_mutex_lock(&E.mu);
+	cg_lock_take(&E.mu);
 	uint64_t idle_since = cg_now_ns();
 	for (;;) {
 		if (E.timer == 1) {
-			pthread_cond_wait(&E.timer_cv, &E.mu);
+			cg_cond_wait(&E.timer_cv, &E.mu, 0);
 			idle_since = cg_now_ns();
 			continue;
 		}
-		uint64_t seq = E.seq, hold = (uint64_t)cg_opt.max_hold_us * 1000;
-		struct timespec ts;
-		clock_gettime(CLOCK_REALTIME, &ts);
-		uint64_t at = (uint64_t)ts.tv_nsec + hold;
-		ts.tv_sec += (time_t)(at / 1000000000ull);
-		ts.tv_nsec = (long)(at % 1000000000ull);
-		pthread_cond_timedwait(&E.timer_cv, &E.mu, &ts);
+		uint64_t seq = E.seq, hold = (uint64_t)cg_opt.max_hold_us * 1000, t0 = cg_now_ns();
+		/* Wakes at the hold's end (a wake-up before it is a deferral
+		 * starting, which changes nothing here). */
+		while (cg_now_ns() - t0 < hold)
+			cg_cond_wait(&E.timer_cv, &E.mu, hold - (cg_now_ns() - t0));
 		if (E.mode == CG_DEFER && E.held.n && E.seq == seq && !E.submitting) {
 			cg_count_fallback(CG_WHY_HELD_TOO_LONG);
 			cg_resolve(1, 0);
@@ -819,25 +940,25 @@ static void cg_timer_wake(void)
 		}
 	}
 	E.timer = 2;
-	pthread_cond_signal(&E.timer_cv);
+	cg_cond_broadcast(&E.timer_cv);
 }
 
 /* ---- standing aside ----------------------------------------------------------------- */
 void cg_capture_begin(void)
 {
-	pthread_mutex_lock(&E.mu);
+	cg_lock_take(&E.mu);
 	if (atomic_fetch_add(&cg_capturing, 1) == 0)
 		cg_stand_aside_changed();
-	pthread_mutex_unlock(&E.mu);
+	cg_lock_give(&E.mu);
 }
 
 void cg_capture_end(void)
 {
-	pthread_mutex_lock(&E.mu);
+	cg_lock_take(&E.mu);
 	/* Even a failed end closes the capture. */
 	if (atomic_load(&cg_capturing) > 0 && atomic_fetch_sub(&cg_capturing, 1) == 1)
 		cg_stand_aside_changed();
-	pthread_mutex_unlock(&E.mu);
+	cg_lock_give(&E.mu);
 }
 
 CG_EXPORT int cgraft_set_enabled(int on)
@@ -845,7 +966,7 @@ CG_EXPORT int cgraft_set_enabled(int on)
 	cg_init();
 	if (!cg_opt.enable || atomic_load(&cg_dead))
 		return -1;
-	pthread_mutex_lock(&E.mu);
+	cg_lock_take(&E.mu);
 	cg_wait_turn();
 	int was = !atomic_load(&cg_paused);
 	if (was && !on) {
@@ -858,26 +979,26 @@ CG_EXPORT int cgraft_set_enabled(int on)
 	atomic_store(&cg_paused, !on);
 	if (was != !!on)
 		cg_stand_aside_changed();
-	pthread_mutex_unlock(&E.mu);
+	cg_lock_give(&E.mu);
 	return was;
 }
 
 void cg_engine_exit(void)
 {
-	pthread_mutex_lock(&E.mu);
+	cg_lock_take(&E.mu);
 	cg_wait_turn();
 	if (E.mode == CG_DEFER)
 		cg_resolve(0, 0);
-	pthread_mutex_unlock(&E.mu);
+	cg_lock_give(&E.mu);
 }
 
 /* The child of fork() inherits the parent's held work, its lock in whatever
  * state, and no timer: it passes everything through and submits nothing. */
 void cg_engine_forked_child(void)
 {
-	pthread_mutex_init(&E.mu, NULL);
-	pthread_cond_init(&E.turn_cv, NULL);
-	pthread_cond_init(&E.timer_cv, NULL);
+	atomic_store(&E.mu.state, 0);
+	atomic_store(&E.turn_cv.waiters, 0);
+	atomic_store(&E.timer_cv.waiters, 0);
 	E.submitting = 0;
 	E.timer = 0;
 	E.mode = CG_RECORD;

@@ -61,57 +61,40 @@ static int cg_op_kernel(struct cg_op *op, int pt, enum cg_reason *why, const voi
 	memcpy(op->u.k.block, block, sizeof op->u.k.block);
 	op->u.k.shmem = shmem;
 	op->u.k.args = args;
+	op->u.k.extra_opts = NULL;
 	op->u.k.extra = NULL;
 	op->u.k.params = NULL;
 	op->u.k.attr = attr;
-	op->u.k.nattr = nattr;
-	if (nattr > CG_MAX_ATTRS || (nattr && !attr)) {
-		*why = CG_WHY_LAUNCH_ATTRIBUTE;
-		return -ENOTSUP;
-	}
-	for (unsigned i = 0; i < nattr; i++)
-		if (!cg_attr_ok(&attr[i])) {
+	op->u.k.key = key;
+	op->u.k.how = (uint8_t)how;
+	op->u.k.ki = NULL;
+	if (cg_unlikely(nattr)) {
+		op->u.k.nattr = (uint8_t)nattr;
+		if (nattr > CG_MAX_ATTRS || !attr) {
 			*why = CG_WHY_LAUNCH_ATTRIBUTE;
 			return -ENOTSUP;
 		}
-	const struct cg_kinfo *ki = op->u.k.ki = key ? cg_kinfo_get(key, how) : NULL;
-	if (!ki) {
+		for (unsigned i = 0; i < nattr; i++)
+			if (!cg_attr_ok(&attr[i])) {
+				*why = CG_WHY_LAUNCH_ATTRIBUTE;
+				return -ENOTSUP;
+			}
+	} else {
+		op->u.k.nattr = 0;
+	}
+	if (!key) {
 		*why = CG_WHY_PARAM_INFO;
-		return -ENOENT;
+		return -EINVAL;
 	}
-	if (ki->nccl) {
-		*why = CG_WHY_NCCL;
-		return -ENOTSUP;
-	}
-	op->nbytes = ki->total;
 	return 0;
 }
 
-/* A runtime launch gives its parameters as pointers; without them the real
- * call fails, and cgraft lets it. */
 static int cg_op_rt_kernel(struct cg_op *op, int pt, enum cg_reason *why, const void *key, enum cg_kkey how,
 			   dim3 grid, dim3 block, size_t shmem, cudaStream_t s, void **args,
 			   const CUlaunchAttribute *attr, unsigned nattr)
 {
 	const unsigned g[3] = { grid.x, grid.y, grid.z }, b[3] = { block.x, block.y, block.z };
-	int rc = cg_op_kernel(op, pt, why, key, how, g, b, (unsigned)shmem, (CUstream)s, args, attr, nattr);
-	if (!rc && op->u.k.ki->nparams && !args) {
-		*why = CG_WHY_PARAM_INFO;
-		return -EINVAL;
-	}
-	return rc;
-}
-
-int cg_op_from_rt_launch_handle(struct cg_op *op, int pt, enum cg_reason *why, cudaKernel_t kernel,
-				dim3 grid, dim3 block, void **args, size_t shmem, cudaStream_t s)
-{
-	return cg_op_rt_kernel(op, pt, why, kernel, CG_KEY_KERNEL, grid, block, shmem, s, args, NULL, 0);
-}
-
-int cg_op_from_rt_launch(struct cg_op *op, int pt, enum cg_reason *why, const void *func, dim3 grid,
-			 dim3 block, void **args, size_t shmem, cudaStream_t s)
-{
-	return cg_op_rt_kernel(op, pt, why, func, CG_KEY_STUB, grid, block, shmem, s, args, NULL, 0);
+	return cg_op_kernel(op, pt, why, key, how, g, b, (unsigned)shmem, (CUstream)s, args, attr, nattr);
 }
 
 int cg_op_from_rt_launch_coop(struct cg_op *op, int pt, enum cg_reason *why, const void *func, dim3 grid,
@@ -166,13 +149,25 @@ static int cg_op_drv_kernel(struct cg_op *op, int pt, enum cg_reason *why, CUfun
 			    const CUlaunchAttribute *attr, unsigned nattr)
 {
 	int rc = cg_op_kernel(op, pt, why, f, CG_KEY_DRIVER, g, b, shmem, s, params, attr, nattr);
-	if (rc)
-		return rc;
-	if (!params && !extra && op->u.k.ki->nparams) {
-		*why = CG_WHY_PARAM_INFO;
-		return -EINVAL;
+	op->u.k.extra_opts = params ? NULL : extra;
+	return rc;
+}
+
+int cg_op_kernel_info(struct cg_op *op, enum cg_reason *why)
+{
+	const struct cg_kinfo *ki = op->u.k.ki = cg_kinfo_get(op->u.k.key, (enum cg_kkey)op->u.k.how);
+	*why = CG_WHY_PARAM_INFO;
+	if (!ki)
+		return -ENOENT;
+	if (ki->nccl) {
+		*why = CG_WHY_NCCL;
+		return -ENOTSUP;
 	}
-	return cg_op_packed(op, why, params, extra);
+	op->nbytes = ki->total;
+	/* Without parameters the real call fails, and cgraft lets it. */
+	if (ki->nparams && !op->u.k.args && !op->u.k.extra_opts)
+		return -EINVAL;
+	return cg_op_packed(op, why, op->u.k.args, op->u.k.extra_opts);
 }
 
 int cg_op_from_cuLaunchKernel(struct cg_op *op, int pt, enum cg_reason *why, CUfunction f, unsigned gx,
@@ -805,12 +800,13 @@ int cg_op_from_cuLaunchHostFunc(struct cg_op *op, int pt, enum cg_reason *why, C
 int cg_op_finish(struct cg_op *op, enum cg_reason *why)
 {
 	CUcontext ctx = NULL;
-	if (CG_BK(ctx_get_current, &ctx) != CUDA_SUCCESS || !ctx) {
+	/* The driver calls nothing back for this: no need to mark it cgraft's. */
+	if (cg_bk->ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx) {
 		*why = CG_WHY_DEVICE;
 		return -ENOTSUP;
 	}
 	op->ctx = ctx;
-	op->shape = cg_op_shape_hash(op);
+	op->shape = 0; /* the engine hashes it where it needs it */
 	return 0;
 }
 
@@ -823,67 +819,58 @@ static int cg_op_fixed_addresses(const struct cg_op *op)
 	return op->kind == CG_OP_MEMSET && op->u.ms.height > 1;
 }
 
+static inline uint64_t cg_mix(uint64_t h, uint64_t v)
+{
+	h ^= v;
+	h *= 0x9E3779B97F4A7C15ull;
+	return h ^ (h >> 32);
+}
+
 uint64_t cg_op_shape_hash(const struct cg_op *op)
 {
-	uint64_t h = 1469598103934665603ull;
-#define MIX(v) (h = (h ^ (uint64_t)(v)) * 1099511628211ull)
-	MIX(op->kind);
-	MIX(op->flags);
-	MIX((uintptr_t)op->stream);
-	MIX((uintptr_t)op->ctx);
+	uint64_t h = cg_mix((uint64_t)op->kind << 8 | op->flags, (uintptr_t)op->stream);
+	h = cg_mix(h, (uintptr_t)op->ctx);
 	switch (op->kind) {
 	case CG_OP_KERNEL:
-		MIX((uintptr_t)op->u.k.ki->handle);
-		MIX(op->nbytes);
-		for (int i = 0; i < 3; i++) {
-			MIX(op->u.k.grid[i]);
-			MIX(op->u.k.block[i]);
-		}
-		MIX(op->u.k.shmem);
-		MIX(op->u.k.nattr);
+		h = cg_mix(h, (uintptr_t)op->u.k.ki->handle);
+		h = cg_mix(h, (uint64_t)op->u.k.grid[0] << 32 | op->u.k.block[0]);
+		h = cg_mix(h, (uint64_t)op->u.k.grid[1] << 32 | op->u.k.grid[2]);
+		h = cg_mix(h, (uint64_t)op->u.k.block[1] << 32 | op->u.k.block[2]);
+		h = cg_mix(h, (uint64_t)op->u.k.shmem << 32 | op->nbytes << 8 | op->u.k.nattr);
 		break;
 	case CG_OP_COPY:
-		MIX(op->u.cp.width);
-		MIX(op->u.cp.height);
-		MIX(op->u.cp.depth);
-		MIX(op->u.cp.dst_host | op->u.cp.src_host << 1);
-		if (cg_op_fixed_addresses(op)) {
-			MIX((uintptr_t)op->u.cp.dst);
-			MIX((uintptr_t)op->u.cp.src);
-		}
+		h = cg_mix(h, op->u.cp.width ^ op->u.cp.height << 40 ^ op->u.cp.depth << 52);
+		h = cg_mix(h, (uint64_t)(op->u.cp.dst_host | op->u.cp.src_host << 1));
+		if (cg_op_fixed_addresses(op))
+			h = cg_mix(cg_mix(h, (uintptr_t)op->u.cp.dst), (uintptr_t)op->u.cp.src);
 		break;
 	case CG_OP_MEMSET:
-		MIX(op->u.ms.width);
-		MIX(op->u.ms.height);
-		MIX(op->u.ms.elem);
-		if (cg_op_fixed_addresses(op)) {
-			MIX((uintptr_t)op->u.ms.dst);
-			MIX(op->u.ms.value);
-		}
+		h = cg_mix(h, op->u.ms.width ^ op->u.ms.height << 40 ^ (uint64_t)op->u.ms.elem << 60);
+		if (cg_op_fixed_addresses(op))
+			h = cg_mix(cg_mix(h, (uintptr_t)op->u.ms.dst), op->u.ms.value);
 		break;
 	case CG_OP_HOST:
-		MIX((uintptr_t)op->u.host.fn);
+		h = cg_mix(h, (uintptr_t)op->u.host.fn);
 		break;
 	case CG_OP_RECORD:
 	case CG_OP_WAIT:
-		MIX((uintptr_t)op->u.ev.event);
+		h = cg_mix(h, (uintptr_t)op->u.ev.event);
 		break;
 	}
-#undef MIX
 	return h;
 }
 
 int cg_op_same_shape(const struct cg_op *a, const struct cg_op *b)
 {
-	if (a->shape != b->shape || a->kind != b->kind || a->flags != b->flags || a->stream != b->stream ||
-	    a->ctx != b->ctx)
+	if (a->kind != b->kind || a->flags != b->flags || a->stream != b->stream || a->ctx != b->ctx)
 		return 0;
 	switch (a->kind) {
 	case CG_OP_KERNEL:
 		return a->u.k.ki->handle == b->u.k.ki->handle && a->nbytes == b->nbytes &&
-		       !memcmp(a->u.k.grid, b->u.k.grid, sizeof a->u.k.grid) &&
-		       !memcmp(a->u.k.block, b->u.k.block, sizeof a->u.k.block) && a->u.k.shmem == b->u.k.shmem &&
-		       a->u.k.nattr == b->u.k.nattr &&
+		       a->u.k.grid[0] == b->u.k.grid[0] && a->u.k.grid[1] == b->u.k.grid[1] &&
+		       a->u.k.grid[2] == b->u.k.grid[2] && a->u.k.block[0] == b->u.k.block[0] &&
+		       a->u.k.block[1] == b->u.k.block[1] && a->u.k.block[2] == b->u.k.block[2] &&
+		       a->u.k.shmem == b->u.k.shmem && a->u.k.nattr == b->u.k.nattr &&
 		       (!a->u.k.nattr || !memcmp(a->u.k.attr, b->u.k.attr, a->u.k.nattr * sizeof *a->u.k.attr));
 	case CG_OP_COPY:
 		return a->u.cp.width == b->u.cp.width && a->u.cp.height == b->u.cp.height &&

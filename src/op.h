@@ -4,6 +4,8 @@
 #ifndef CG_OP_H
 #define CG_OP_H
 
+#include <errno.h>
+
 #include "api.h"
 #include "base.h"
 #include "stats.h"
@@ -50,12 +52,17 @@ struct cg_op {
 	CUstream stream;
 	union {
 		struct {
+			/* What the program names the kernel by, and how; its
+			 * layout is found by the engine (cg_op_kernel_info), or
+			 * taken from the op it matches. */
+			const void *key;
 			const struct cg_kinfo *ki;
 			uint32_t grid[3], block[3];
 			uint32_t shmem;
-			uint32_t nattr;
+			uint8_t nattr, how; /* after shmem: read side by side (engine.c) */
 			const CUlaunchAttribute *attr; /* caller's, then cgraft's copy */
 			void **args;                   /* caller's, valid during the call */
+			void **extra_opts;             /* caller's driver "extra" options */
 			const void *extra;             /* caller's packed buffer */
 			const uint8_t *params;         /* cgraft's copy */
 		} k;
@@ -103,8 +110,47 @@ int cg_hostmem_hit(const uint8_t *params, size_t nbytes) CG_HIDDEN;
  * call cannot be held. The caller's kernel arguments are not copied yet. */
 #define CG_OPFROM(family, ...) \
 	int cg_op_from_##family(struct cg_op *op, int pt, enum cg_reason *why, __VA_ARGS__) CG_HIDDEN
-CG_OPFROM(rt_launch_handle, cudaKernel_t kernel, dim3 grid, dim3 block, void **args, size_t shmem, cudaStream_t s);
-CG_OPFROM(rt_launch, const void *func, dim3 grid, dim3 block, void **args, size_t shmem, cudaStream_t s);
+/* The two launches nvcc's code and most programs make: inline, as every held
+ * launch pays for them. */
+static inline int cg_op_rt_plain_launch(struct cg_op *op, int pt, const void *key, int how, dim3 grid, dim3 block,
+					void **args, size_t shmem, cudaStream_t s)
+{
+	op->kind = CG_OP_KERNEL;
+	op->flags = 0;
+	op->nbytes = 0;
+	op->stream = s ? (CUstream)s : pt ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
+	op->u.k.key = key;
+	op->u.k.how = (uint8_t)how;
+	op->u.k.ki = NULL;
+	op->u.k.grid[0] = grid.x;
+	op->u.k.grid[1] = grid.y;
+	op->u.k.grid[2] = grid.z;
+	op->u.k.block[0] = block.x;
+	op->u.k.block[1] = block.y;
+	op->u.k.block[2] = block.z;
+	op->u.k.shmem = (uint32_t)shmem;
+	op->u.k.nattr = 0;
+	op->u.k.attr = NULL;
+	op->u.k.args = args;
+	op->u.k.extra_opts = NULL;
+	op->u.k.extra = NULL;
+	op->u.k.params = NULL;
+	return key ? 0 : -EINVAL;
+}
+
+static inline int cg_op_from_rt_launch_handle(struct cg_op *op, int pt, enum cg_reason *why, cudaKernel_t kernel,
+					      dim3 grid, dim3 block, void **args, size_t shmem, cudaStream_t s)
+{
+	*why = CG_WHY_PARAM_INFO;
+	return cg_op_rt_plain_launch(op, pt, kernel, CG_KEY_KERNEL, grid, block, args, shmem, s);
+}
+
+static inline int cg_op_from_rt_launch(struct cg_op *op, int pt, enum cg_reason *why, const void *func, dim3 grid,
+				       dim3 block, void **args, size_t shmem, cudaStream_t s)
+{
+	*why = CG_WHY_PARAM_INFO;
+	return cg_op_rt_plain_launch(op, pt, func, CG_KEY_STUB, grid, block, args, shmem, s);
+}
 CG_OPFROM(rt_launch_ex, const cudaLaunchConfig_t *config, const void *func, void **args);
 CG_OPFROM(rt_launch_coop, const void *func, dim3 grid, dim3 block, void **args, size_t shmem, cudaStream_t s);
 CG_OPFROM(rt_memcpy_async, void *dst, const void *src, size_t n, enum cudaMemcpyKind kind, cudaStream_t s);
@@ -173,6 +219,11 @@ CG_OPFROM(cuEventRecord, CUevent e, CUstream s);
 CG_OPFROM(cuEventRecordWithFlags, CUevent e, CUstream s, unsigned int flags);
 CG_OPFROM(cuStreamWaitEvent, CUstream s, CUevent e, unsigned int flags);
 CG_OPFROM(cuLaunchHostFunc, CUstream s, CUhostFn fn, void *data);
+
+/* A kernel op's layout: 0, or a negative errno with *why set when it cannot
+ * be learnt (an NCCL kernel, a layout the driver does not tell, a packed
+ * buffer cgraft cannot read). */
+int cg_op_kernel_info(struct cg_op *op, enum cg_reason *why) CG_HIDDEN;
 
 /* ---- shapes, values, submission (op.c) ----------------------------------- */
 /* Names the op's context and shape hash once the normaliser filled it. */

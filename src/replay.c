@@ -47,6 +47,20 @@ struct cg_graph {
 	int launched;
 };
 
+/* A launch's values: the held op where it differs from the predicted
+ * variant, else the predicted variant's own (the engine may leave such held
+ * ops unwritten). */
+struct cg_vals {
+	const struct cg_op *ops;
+	const uint8_t *dirty;
+	const struct cg_variant *pred;
+};
+
+static inline const struct cg_op *cg_val(const struct cg_vals *v, size_t i)
+{
+	return v->dirty[i] ? &v->ops[i] : &v->pred->vals[i];
+}
+
 /* ---- building ------------------------------------------------------------- */
 static int cg_stream_blocking(void *cookie, CUstream s)
 {
@@ -301,18 +315,20 @@ static int cg_update_node(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 
 /* Brings every node of v whose values differ from vals to them. */
 static int cg_update_all(struct cg_graph *g, const struct cg_tmpl *t, struct cg_variant *v,
-			 const struct cg_op *vals)
+			 const struct cg_vals *vals)
 {
-	for (size_t i = 0; i < t->n; i++)
-		if (g->node[i] && !cg_op_same_values(&v->vals[i], &vals[i]) && cg_update_node(g, t, v, i, &vals[i]))
+	for (size_t i = 0; i < t->n; i++) {
+		const struct cg_op *o = cg_val(vals, i);
+		if (g->node[i] && !cg_op_same_values(&v->vals[i], o) && cg_update_node(g, t, v, i, o))
 			return -EIO;
+	}
 	return 0;
 }
 
 /* A variant made for other values starts from the recording's and is
  * brought to vals node by node. */
 static int cg_instantiate(struct cg_graph *g, const struct cg_tmpl *t, struct cg_variant *v,
-			  const struct cg_op *vals)
+			  const struct cg_vals *vals)
 {
 	uint64_t t0 = cg_now_ns();
 	CUresult e = CG_BK(graph_instantiate, &v->exec, g->graph, 0);
@@ -485,8 +501,9 @@ static int cg_recurring(struct cg_graph *g, uint64_t key)
  * changed, else the closest; a new one when the stable values recur; the
  * rest is updated node by node. NULL when an update failed. */
 static struct cg_variant *cg_pick_variant(struct cg_graph *g, const struct cg_tmpl *t, const struct cg_op *ops,
-					  uint8_t *dirty)
+					  const uint8_t *dirty)
 {
+	const struct cg_vals vals = { ops, dirty, &g->var[g->predict] };
 	int any = 0;
 	for (size_t i = 0; i < t->n; i++)
 		any |= dirty[i];
@@ -508,14 +525,14 @@ static struct cg_variant *cg_pick_variant(struct cg_graph *g, const struct cg_tm
 	long maxv = cg_opt.max_variants < CG_MAX_VARIANTS ? cg_opt.max_variants : CG_MAX_VARIANTS;
 	if (cg_recurring(g, key) && g->nvar < maxv && cg_distance(g, t->n, best, 1)) {
 		struct cg_variant *v = &g->var[g->nvar];
-		if (cg_instantiate(g, t, v, ops) == 0) {
+		if (cg_instantiate(g, t, v, &vals) == 0) {
 			g->nvar++;
 			cg_stat_add(variants, 1);
 			return v;
 		}
 	}
 	for (size_t i = 0; i < t->n; i++)
-		if (g->node[i] && best->vh[i] != g->hnow[i] && cg_update_node(g, t, best, i, &ops[i]))
+		if (g->node[i] && best->vh[i] != g->hnow[i] && cg_update_node(g, t, best, i, cg_val(&vals, i)))
 			return NULL;
 	return best;
 }

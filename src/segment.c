@@ -5,29 +5,18 @@
 
 #include "segment.h"
 
-struct cg_arena_blk {
-	struct cg_arena_blk *next;
-	size_t used, cap;
-	_Alignas(16) uint8_t data[];
-};
-
-void *cg_arena_alloc(struct cg_arena *a, size_t n)
+/* A new block for an allocation of n (rounded) bytes that does not fit. */
+void *cg_arena_grow(struct cg_arena *a, size_t n)
 {
-	n = (n + 15) & ~(size_t)15;
-	struct cg_arena_blk *b = a->head;
-	if (cg_unlikely(!b || b->cap - b->used < n)) {
-		size_t cap = n > 65536 ? n : 65536;
-		b = malloc(sizeof *b + cap);
-		if (!b)
-			return NULL;
-		b->used = 0;
-		b->cap = cap;
-		b->next = a->head;
-		a->head = b;
-	}
-	void *p = b->data + b->used;
-	b->used += n;
-	return p;
+	size_t cap = n > 65536 ? n : 65536;
+	struct cg_arena_blk *b = malloc(sizeof *b + cap);
+	if (!b)
+		return NULL;
+	b->used = n;
+	b->cap = cap;
+	b->next = a->head;
+	a->head = b;
+	return b->data;
 }
 
 /* Keeps the newest block for reuse. */
@@ -53,10 +42,8 @@ void cg_arena_free(struct cg_arena *a)
 	a->head = NULL;
 }
 
-static int cg_seg_reserve(struct cg_seg *s, size_t more)
+static int cg_seg_grow(struct cg_seg *s, size_t more)
 {
-	if (cg_likely(s->n + more <= s->cap))
-		return 0;
 	size_t cap = s->cap ? s->cap : 256;
 	while (cap < s->n + more)
 		cap *= 2;
@@ -68,59 +55,58 @@ static int cg_seg_reserve(struct cg_seg *s, size_t more)
 	return 0;
 }
 
-/* Copies one parameter and compares it with what the graph has, in one
- * pass; the usual sizes without a call. */
-static inline uint64_t cg_copy_diff(uint8_t *dst, const void *src, const uint8_t *exp, uint32_t size)
+/* Copies a kernel's parameters into the arena and compares them with what
+ * the graph has, in one pass; the usual sizes without a call. exp may be
+ * the copy itself (nothing to compare with). */
+static uint64_t cg_copy_params(uint8_t *__restrict p, const struct cg_op *op, const uint8_t *exp)
 {
-	uint64_t w, v;
-	uint32_t u, t;
-	switch (size) {
-	case 8:
-		memcpy(&w, src, 8);
-		memcpy(dst, &w, 8);
-		if (!exp)
-			return 0;
-		memcpy(&v, exp, 8);
-		return w ^ v;
-	case 4:
-		memcpy(&u, src, 4);
-		memcpy(dst, &u, 4);
-		if (!exp)
-			return 0;
-		memcpy(&t, exp, 4);
-		return u ^ t;
-	default:
-		memcpy(dst, src, size);
-		return exp ? (uint64_t)(memcmp(dst, exp, size) != 0) : 0;
+	uint64_t diff = 0;
+	if (cg_likely(op->u.k.args && !(op->flags & CG_F_PACKED))) {
+		const struct cg_kinfo *ki = op->u.k.ki;
+		void *const *__restrict args = op->u.k.args;
+		const uint32_t *__restrict size = ki->size;
+		uint32_t n = ki->nparams;
+		for (uint32_t i = 0, off = 0; i < n; off += size[i], i++) {
+			uint32_t sz = size[i];
+			if (cg_likely(sz == 8)) {
+				uint64_t w, v;
+				memcpy(&w, args[i], 8);
+				memcpy(p + off, &w, 8);
+				memcpy(&v, exp + off, 8);
+				diff |= w ^ v;
+			} else if (sz == 4) {
+				uint32_t w, v;
+				memcpy(&w, args[i], 4);
+				memcpy(p + off, &w, 4);
+				memcpy(&v, exp + off, 4);
+				diff |= w ^ v;
+			} else {
+				memcpy(p + off, args[i], sz);
+				diff |= (uint64_t)(memcmp(p + off, exp + off, sz) != 0);
+			}
+		}
+		return diff;
 	}
+	/* The caller's packed buffer, or cgraft's own copy of an op kept already. */
+	const void *src = op->u.k.extra ? op->u.k.extra : op->u.k.params;
+	if (src && op->nbytes) {
+		memcpy(p, src, op->nbytes);
+		diff = (uint64_t)(memcmp(p, exp, op->nbytes) != 0);
+	}
+	return diff;
 }
 
 static int cg_push_kernel(struct cg_seg *s, struct cg_op *d, const struct cg_op *op, const struct cg_op *expect,
 			  int *differs)
 {
 	uint8_t *p = cg_arena_alloc(&s->arena, op->nbytes ? op->nbytes : 1);
-	if (!p)
+	if (cg_unlikely(!p))
 		return -ENOMEM;
-	const uint8_t *exp = expect ? expect->u.k.params : NULL;
-	uint64_t diff = 0;
-	if (op->u.k.args && !(op->flags & CG_F_PACKED)) {
-		const struct cg_kinfo *ki = op->u.k.ki;
-		uint32_t off = 0;
-		for (uint32_t i = 0; i < ki->nparams; i++) {
-			diff |= cg_copy_diff(p + off, op->u.k.args[i], exp ? exp + off : NULL, ki->size[i]);
-			off += ki->size[i];
-		}
-	} else {
-		/* The caller's packed buffer, or cgraft's own copy of an op kept
-		 * already. */
-		const void *src = op->u.k.extra ? op->u.k.extra : op->u.k.params;
-		if (src && op->nbytes)
-			diff = cg_copy_diff(p, src, exp, op->nbytes);
-	}
+	uint64_t diff = cg_copy_params(p, op, expect ? expect->u.k.params : p);
 	d->u.k.params = p;
 	d->u.k.args = NULL;
 	d->u.k.extra = NULL;
-	if (op->u.k.nattr) {
+	if (cg_unlikely(op->u.k.nattr)) {
 		CUlaunchAttribute *a = cg_arena_alloc(&s->arena, op->u.k.nattr * sizeof *a);
 		if (!a)
 			return -ENOMEM;
@@ -130,6 +116,11 @@ static int cg_push_kernel(struct cg_seg *s, struct cg_op *d, const struct cg_op 
 	if (differs)
 		*differs = diff != 0;
 	return 0;
+}
+
+static inline int cg_seg_reserve(struct cg_seg *s, size_t more)
+{
+	return cg_likely(s->n + more <= s->cap) ? 0 : cg_seg_grow(s, more);
 }
 
 int cg_seg_push(struct cg_seg *s, const struct cg_op *op, int snapshot, const struct cg_op *expect, int *differs)
@@ -157,6 +148,55 @@ int cg_seg_push(struct cg_seg *s, const struct cg_op *op, int snapshot, const st
 	}
 	s->n++;
 	return 0;
+}
+
+/* Whether the caller's parameters equal exp's, read in place. */
+int cg_params_equal(const struct cg_op *op, const uint8_t *exp)
+{
+	const struct cg_kinfo *ki = op->u.k.ki;
+	void *const *__restrict args = op->u.k.args;
+	const uint32_t *__restrict size = ki->size;
+	uint64_t diff = 0;
+	for (uint32_t i = 0, off = 0, n = ki->nparams; i < n; off += size[i], i++) {
+		if (cg_likely(size[i] == 8)) {
+			uint64_t w, v;
+			memcpy(&w, args[i], 8);
+			memcpy(&v, exp + off, 8);
+			diff |= w ^ v;
+		} else if (size[i] == 4) {
+			uint32_t w, v;
+			memcpy(&w, args[i], 4);
+			memcpy(&v, exp + off, 4);
+			diff |= w ^ v;
+		} else {
+			diff |= (uint64_t)(memcmp(args[i], exp + off, size[i]) != 0);
+		}
+	}
+	return !diff;
+}
+
+int cg_seg_push_kernel(struct cg_seg *s, const struct cg_op *op, const struct cg_op *expect)
+{
+	if (cg_seg_reserve(s, 1))
+		return -ENOMEM;
+	struct cg_op *d = &s->ops[s->n];
+	/* The usual case: nothing changed, and the graph's bytes (which stay as
+	 * they are until its next launch) serve as the held op's. */
+	if (expect && !(op->flags & CG_F_PACKED) && cg_params_equal(op, expect->u.k.params)) {
+		*d = *op;
+		d->u.k.params = expect->u.k.params;
+		d->u.k.args = NULL;
+		s->n++;
+		return 0;
+	}
+	uint8_t *p = cg_arena_alloc(&s->arena, op->nbytes ? op->nbytes : 1);
+	if (cg_unlikely(!p))
+		return -ENOMEM;
+	*d = *op;
+	d->u.k.params = p;
+	d->u.k.args = NULL;
+	s->n++;
+	return cg_copy_params(p, op, expect ? expect->u.k.params : p) != 0;
 }
 
 int cg_seg_append(struct cg_seg *s, const struct cg_op *ops, size_t n)

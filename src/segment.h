@@ -7,12 +7,26 @@
 
 #include "op.h"
 
-struct cg_arena_blk;
+struct cg_arena_blk {
+	struct cg_arena_blk *next;
+	size_t used, cap;
+	_Alignas(16) uint8_t data[];
+};
 struct cg_arena {
 	struct cg_arena_blk *head;
 };
 /* Pointers into an arena stay valid until it is reset. */
-void *cg_arena_alloc(struct cg_arena *a, size_t n) CG_HIDDEN;
+void *cg_arena_grow(struct cg_arena *a, size_t n) CG_HIDDEN;
+static inline void *cg_arena_alloc(struct cg_arena *a, size_t n)
+{
+	n = (n + 15) & ~(size_t)15;
+	struct cg_arena_blk *b = a->head;
+	if (cg_unlikely(!b || b->cap - b->used < n))
+		return cg_arena_grow(a, n);
+	void *p = b->data + b->used;
+	b->used += n;
+	return p;
+}
 void cg_arena_reset(struct cg_arena *a) CG_HIDDEN;
 void cg_arena_free(struct cg_arena *a) CG_HIDDEN;
 
@@ -28,6 +42,12 @@ struct cg_seg {
  * Returns 0 or -ENOMEM. */
 int cg_seg_push(struct cg_seg *s, const struct cg_op *op, int snapshot, const struct cg_op *expect,
 		int *differs) CG_HIDDEN;
+/* Appends a kernel op that has the layout of x, its parameters copied from
+ * the caller and compared with expect (the graph's values) in one pass;
+ * returns 1 where they differ, 0 where not, -ENOMEM. */
+int cg_seg_push_kernel(struct cg_seg *s, const struct cg_op *op, const struct cg_op *expect) CG_HIDDEN;
+/* Whether the caller's kernel parameters equal the bytes at exp. */
+int cg_params_equal(const struct cg_op *op, const uint8_t *exp) CG_HIDDEN;
 /* Appends ops that already live in cgraft's memory (their copies are kept). */
 int cg_seg_append(struct cg_seg *s, const struct cg_op *ops, size_t n) CG_HIDDEN;
 void cg_seg_clear(struct cg_seg *s) CG_HIDDEN;

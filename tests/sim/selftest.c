@@ -675,6 +675,7 @@ static int t_memops(void)
     uint64_t *d64;
     CK(cudaMallocHost((void **)&w, 4 * sizeof(uint32_t)));
     CK(cudaMalloc((void **)&d64, sizeof(uint64_t)));
+    memset(w, 0, 4 * sizeof(uint32_t));   /* pinned memory starts undefined, as with a real driver */
     CKD(cuStreamWriteValue32(s, DPTR(&w[0]), 5, 0));
     CKD(cuStreamWriteValue64(s, DPTR(d64), 1ull << 40, 0));
     CK(cudaStreamSynchronize(s));
@@ -1135,7 +1136,8 @@ static int t_func_attrs(void)
     CK(cudaLaunchKernel(f, d1(1), d1(N), args, 100 * 1024, s));
     CHECK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, 227 * 1024 + 1) ==
           cudaErrorInvalidValue, "above the opt-in maximum");
-    CHECK(cudaFuncSetAttribute(f, (enum cudaFuncAttribute)CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, 1) == cudaErrorInvalidValue,
+    enum cudaFuncAttribute read_only = (enum cudaFuncAttribute)CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK;
+    CHECK(cudaFuncSetAttribute(f, read_only, 1) == cudaErrorInvalidValue,
           "a read-only attribute");
     (void)cudaGetLastError();
     CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, 16 * 1024));
@@ -1668,6 +1670,16 @@ static int t_driver_graph(void)
                                     .gridDimY = 1, .gridDimZ = 1, .blockDimX = N, .blockDimY = 1, .blockDimZ = 1,
                                     .kernelParams = kargs };
     CKD(cuGraphAddKernelNode(&kn, g, &ms, 1, &kp2));
+    CUkernelNodeAttrValue av;
+    memset(&av, 0, sizeof(av));
+    av.priority = -1;
+    CKD(cuGraphKernelNodeSetAttribute(kn, CU_LAUNCH_ATTRIBUTE_PRIORITY, &av));
+    av.clusterDim.x = 2;
+    av.clusterDim.y = av.clusterDim.z = 1;
+    CHECK(cuGraphKernelNodeSetAttribute(kn, CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION, &av) ==
+          CUDA_ERROR_INVALID_CLUSTER_SIZE, "a cluster larger than the grid");
+    CHECK(cuGraphKernelNodeSetAttribute(ms, CU_LAUNCH_ATTRIBUTE_PRIORITY, &av) == CUDA_ERROR_INVALID_VALUE,
+          "a kernel attribute on a memset node");
     CUDA_HOST_NODE_PARAMS hp = { .fn = host_node, .userData = (void *)(intptr_t)1 };
     CKD(cuGraphAddHostNode(&hn, g, &kn, 1, &hp));
     CKD(cuGraphAddEventRecordNode(&er, g, &hn, 1, ev));
@@ -1787,7 +1799,8 @@ static int t_exports(void)
         "cuStreamBeginCaptureToGraph", "cuStreamBeginCaptureToGraph_ptsz", "cuStreamGetCtx", "cuStreamGetCtx_ptsz",
         "cuStreamGetCtx_v2", "cuStreamGetCtx_v2_ptsz", "cuGraphAddChildGraphNode", "cuGraphClone",
         "cuGraphInstantiateWithFlags", "cuGraphAddKernelNode_v2", "cuGraphExecKernelNodeSetParams_v2",
-        "cuGraphAddMemcpyNode", "cuGraphAddMemsetNode", "cuGraphAddHostNode", "cuGraphAddEventRecordNode",
+        "cuGraphKernelNodeSetAttribute", "cuGraphAddMemcpyNode", "cuGraphAddMemsetNode", "cuGraphAddHostNode",
+        "cuGraphAddEventRecordNode",
         "cuGraphAddEventWaitNode", "cuGraphAddEmptyNode", "cuGraphExecMemcpyNodeSetParams",
         "cuGraphExecMemsetNodeSetParams", "cuGraphExecHostNodeSetParams", "cuGraphLaunch", "cuGraphLaunch_ptsz",
         "cuGraphExecDestroy", "cuGraphDestroy", "cuEventCreate", "cuEventRecord", "cuEventRecord_ptsz",
@@ -1868,6 +1881,7 @@ static int t_exports(void)
         { "cuEventRecordWithFlags", "cuEventRecordWithFlags", "cuEventRecordWithFlags_ptsz" },
         { "cuGraphExecKernelNodeSetParams", "cuGraphExecKernelNodeSetParams_v2", "cuGraphExecKernelNodeSetParams_v2" },
         { "cuGraphAddKernelNode", "cuGraphAddKernelNode_v2", "cuGraphAddKernelNode_v2" },
+        { "cuGraphKernelNodeSetAttribute", "cuGraphKernelNodeSetAttribute", "cuGraphKernelNodeSetAttribute" },
     };
     __typeof__(&cuGetProcAddress_v2) gpa = (__typeof__(&cuGetProcAddress_v2))drv_sym("cuGetProcAddress_v2");
     for (size_t i = 0; i < sizeof(q) / sizeof(q[0]); i++)
@@ -1892,7 +1906,7 @@ static int t_exports(void)
         "cudaFuncGetAttributes", "cudaGetDriverEntryPoint", "cudaGetDriverEntryPoint_ptsz",
         "cudaGetDriverEntryPointByVersion", "cudaGetDriverEntryPointByVersion_ptsz", "cudaMallocManaged",
         "cudaHostRegister", "cudaHostUnregister", "cudaHostGetDevicePointer", "cudaHostGetFlags",
-        "cudaGraphAddChildGraphNode", "cudaGraphClone", "cudaDeviceReset",
+        "cudaGraphAddChildGraphNode", "cudaGraphClone", "cudaDeviceReset", "cudaGraphKernelNodeSetAttribute",
     };
     void *h = dlopen("libcudart.so.13", RTLD_NOW | RTLD_NOLOAD);
     CHECK(h, "libcudart.so.13 not loaded");

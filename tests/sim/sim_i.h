@@ -190,5 +190,7 @@ SIM_API CUresult simc_exec_set(CUgraphExec e, CUgraphNode node, int kind, sim_wo
 SIM_API CUresult simc_exec_update(CUgraphExec e, CUgraph g, CUgraphNode *err);
 SIM_API CUresult simc_graph_launch(CUgraphExec e, CUstream s, int ptsz);
 SIM_API int simc_node_kind(CUgraphNode n);
+/* A kernel node's launch shape; CUDA_ERROR_INVALID_VALUE for other nodes. */
+SIM_API CUresult simc_node_launch(CUgraphNode n, sim_launch *l);
 
 #endif

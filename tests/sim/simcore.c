@@ -2086,7 +2086,8 @@ SIM_API CUresult simc_symbol(const void *sym, void **dev, size_t *size)
 }
 
 /* Pageable sources are staged now and pageable destinations make the call
- * host-synchronous, which is what the real copy engine path does. Consumes w. */
+ * host-synchronous, which is what the real copy engine path does. Consumes w;
+ * a caller that staged the source itself (w->snap) keeps its copy. */
 SIM_API CUresult simc_copy(CUstream h, int ptsz, sim_work *w, int blocking)
 {
     CUresult r;
@@ -2105,7 +2106,7 @@ SIM_API CUresult simc_copy(CUstream h, int ptsz, sim_work *w, int blocking)
         return r;
     }
     sim_alloc *sa = alloc_find_locked(w->src), *da = alloc_find_locked(w->dst);
-    if (!sa && !s->cap && w->width && w->height) {
+    if (!w->snap && !sa && !s->cap && w->width && w->height) {
         char *snap = xrealloc(NULL, w->width * w->height * nz);
         for (size_t z = 0; z < nz; z++)
             for (size_t i = 0; i < w->height; i++)
@@ -2554,6 +2555,14 @@ SIM_API CUresult simc_graph_get_nodes(CUgraph g, CUgraphNode *nodes, size_t *n)
 SIM_API int simc_node_kind(CUgraphNode n)
 {
     return node_ok(n) ? n->w.kind : -1;
+}
+
+SIM_API CUresult simc_node_launch(CUgraphNode n, sim_launch *l)
+{
+    if (!node_ok(n) || n->w.kind != SIM_W_KERNEL || !l)
+        return CUDA_ERROR_INVALID_VALUE;
+    *l = n->w.launch;
+    return CUDA_SUCCESS;
 }
 
 /* A graph flattened into slots: works and dependencies by slot. */

@@ -1479,6 +1479,23 @@ CUresult cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CU
 }
 
 /* Graph copies read their sides when the node runs, pageable or not. */
+/* Launch attributes of a kernel node shape scheduling only, as with
+ * cuLaunchKernelEx: unknown ids and partial clusters are what is refused. */
+CUresult cuGraphKernelNodeSetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr, const CUkernelNodeAttrValue *value)
+{
+    sim_launch l;
+    if (!value || simc_node_launch(hNode, &l) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_VALUE;
+    if ((unsigned)attr > (unsigned)CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE + 8)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (attr == CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION) {
+        unsigned x = value->clusterDim.x, y = value->clusterDim.y, z = value->clusterDim.z;
+        if (!x || !y || !z || l.grid.x % x || l.grid.y % y || l.grid.z % z)
+            return CUDA_ERROR_INVALID_CLUSTER_SIZE;
+    }
+    return CUDA_SUCCESS;
+}
+
 CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
                               size_t numDependencies, const CUDA_MEMCPY3D *copyParams, CUcontext ctx)
 {
@@ -1797,6 +1814,7 @@ static const struct proc {
     P("cuGraphDestroy", "cuGraphDestroy", NULL),
     P("cuGraphClone", "cuGraphClone", NULL),
     P("cuGraphAddKernelNode", "cuGraphAddKernelNode_v2", NULL),
+    P("cuGraphKernelNodeSetAttribute", "cuGraphKernelNodeSetAttribute", NULL),
     P("cuGraphAddMemcpyNode", "cuGraphAddMemcpyNode", NULL),
     P("cuGraphAddMemsetNode", "cuGraphAddMemsetNode", NULL),
     P("cuGraphAddHostNode", "cuGraphAddHostNode", NULL),
@@ -1852,11 +1870,19 @@ CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cu
         int v2 = p->since2 && cudaVersion >= p->since2;
         const char *plain = v2 ? p->plain2 : p->plain, *ptsz = v2 ? p->ptsz2 : p->ptsz;
         const char *link = pt && ptsz ? ptsz : plain;
-        /* Through dlsym on our own handle, so an interposed dlsym sees every lookup. */
+        /* The real driver hands out its own functions, never what an
+         * interposed dlsym would answer: look them up with libc's dlsym. */
+        static void *(*real_dlsym)(void *, const char *);
+        if (!real_dlsym) {
+            void *libc = dlopen("libc.so.6", RTLD_NOLOAD | RTLD_LAZY);
+            real_dlsym = libc ? (void *(*)(void *, const char *))dlvsym(libc, "dlsym", "GLIBC_2.34") : NULL;
+            if (libc && !real_dlsym)
+                real_dlsym = (void *(*)(void *, const char *))dlvsym(libc, "dlsym", "GLIBC_2.2.5");
+        }
         void *self = dlopen("libcuda.so.1", RTLD_NOLOAD | RTLD_LAZY);
-        if (!self)
+        if (!self || !real_dlsym)
             return CUDA_ERROR_NOT_FOUND;
-        *pfn = dlsym(self, link);
+        *pfn = real_dlsym(self, link);
         dlclose(self);
     }
     if (!*pfn)

@@ -1334,6 +1334,20 @@ cudaError_t cudaGraphClone(cudaGraph_t *pGraphClone, cudaGraph_t originalGraph)
     return retc(simc_graph_clone(pGraphClone, originalGraph));
 }
 
+cudaError_t cudaGraphKernelNodeSetAttribute(cudaGraphNode_t hNode, cudaKernelNodeAttrID attr,
+                                            const cudaKernelNodeAttrValue *value)
+{
+    sim_launch l;
+    if (!value || simc_node_launch(hNode, &l) != CUDA_SUCCESS)
+        return ret(cudaErrorInvalidValue);
+    if (attr == cudaLaunchAttributeClusterDimension) {
+        unsigned x = value->clusterDim.x, y = value->clusterDim.y, z = value->clusterDim.z;
+        if (!x || !y || !z || l.grid.x % x || l.grid.y % y || l.grid.z % z)
+            return ret(cudaErrorInvalidClusterSize);
+    }
+    return cudaSuccess;
+}
+
 cudaError_t cudaGraphAddChildGraphNode(cudaGraphNode_t *pGraphNode, cudaGraph_t graph,
                                        const cudaGraphNode_t *pDependencies, size_t numDependencies,
                                        cudaGraph_t childGraph)

@@ -1,0 +1,465 @@
+/* Unit tests of learning and the template table (src/tmpl.h): which
+ * stretches of a run of eager ops are built (whole at min_repeats, pieces
+ * around ops that vary), runs a template covers already, where a template
+ * may start, back-off, and the pieces of a chain. */
+#include <stdlib.h>
+
+#include "tmpl.h"
+#include "unit.h"
+
+static struct ut_kernel ka, kb, kc;
+static const uint32_t sz1[] = { 8 };
+
+static void table_empty(void)
+{
+	struct cg_tmpl *t = cg_table_take_naming(NULL, NULL, 1);
+	while (t) {
+		struct cg_tmpl *nx = t->next;
+		cg_tmpl_free(t);
+		t = nx;
+	}
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	fk_install();
+	ut_kernel_init(&ka, 0x1000, 1, sz1);
+	ut_kernel_init(&kb, 0x2000, 1, sz1);
+	ut_kernel_init(&kc, 0x3000, 1, sz1);
+	cg_learn_forget();
+	table_empty();
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	table_empty();
+	cg_learn_forget();
+	return 0;
+}
+
+/* Appends a launch of k with that grid and argument, hashed as the engine
+ * keeps it. */
+static void add(struct cg_seg *s, const struct ut_kernel *k, unsigned grid, uint64_t arg)
+{
+	struct ut_kop op;
+	ut_shaped(ut_kop(&op, k, UT_STREAM(1), grid, &arg));
+	assert_int_equal(cg_seg_push(s, &op.op, 0, NULL, NULL), 0);
+}
+
+/* n distinct ops of kernel k (grids base .. base+n-1). */
+static void add_n(struct cg_seg *s, const struct ut_kernel *k, unsigned base, int n)
+{
+	for (int i = 0; i < n; i++)
+		add(s, k, base + (unsigned)i, 0);
+}
+
+static int learn(const struct cg_seg *run, const struct cg_tmpl *anchor, long min_repeats, size_t chain_first,
+		 struct cg_build *b, struct cg_learn_out *res)
+{
+	struct cg_learn_in in = { run, anchor, 1000, 2, min_repeats, chain_first };
+	return cg_learn(&in, b, res);
+}
+
+/* The template the engine would add for a build. */
+static struct cg_tmpl *add_template(const struct cg_seg *run, const struct cg_build *b, const void *anchor)
+{
+	struct cg_tmpl *t = cg_tmpl_new(run->ops + b->start, b->n, 0);
+	assert_non_null(t);
+	cg_tmpl_add_start(t, anchor, b->start);
+	assert_null(cg_table_add(t, 64));
+	return t;
+}
+
+static void test_exact_repeat(void **state)
+{
+	(void)state;
+	struct cg_seg run = { 0 };
+	add_n(&run, &ka, 1, 5);
+	struct cg_build b[CG_MAX_BUILDS];
+	struct cg_learn_out res;
+	assert_int_equal(learn(&run, NULL, 2, 0, b, &res), 0);
+	assert_true(res.novel);
+	assert_null(res.whole);
+	assert_int_equal(learn(&run, NULL, 2, 0, b, &res), 1);
+	assert_int_equal(b[0].start, 0);
+	assert_int_equal(b[0].n, 5);
+	assert_int_equal(b[0].first, 0);
+	assert_false(res.novel);
+
+	/* At min_repeats 3, the third time; a chain asked for is passed on. */
+	struct cg_seg r2 = { 0 };
+	add_n(&r2, &kb, 1, 40);
+	assert_int_equal(learn(&r2, NULL, 3, 8, b, &res), 0);
+	assert_int_equal(learn(&r2, NULL, 3, 8, b, &res), 0);
+	assert_int_equal(learn(&r2, NULL, 3, 8, b, &res), 1);
+	assert_int_equal(b[0].n, 40);
+	assert_int_equal(b[0].first, 8);
+
+	/* Shorter than min_ops: nothing, not even counted. */
+	struct cg_seg one = { 0 };
+	add_n(&one, &kc, 1, 1);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(learn(&one, NULL, 2, 0, b, &res), 0);
+		assert_false(res.novel);
+	}
+	cg_seg_free(&run);
+	cg_seg_free(&r2);
+	cg_seg_free(&one);
+}
+
+/* A template that could not be built is not tried again soon. */
+static void test_failed_not_retried(void **state)
+{
+	(void)state;
+	struct cg_seg run = { 0 };
+	add_n(&run, &ka, 1, 5);
+	struct cg_build b[CG_MAX_BUILDS];
+	struct cg_learn_out res;
+	learn(&run, NULL, 2, 0, b, &res);
+	assert_int_equal(learn(&run, NULL, 2, 0, b, &res), 1);
+	cg_learn_failed(run.ops, run.n);
+	for (int i = 0; i < 20; i++)
+		assert_int_equal(learn(&run, NULL, 2, 0, b, &res), 0);
+	cg_seg_free(&run);
+}
+
+/* a0..a4 X b0..b4 where X's shape differs every run: the second run finds
+ * the two stretches around X; once they are templates, a third run builds
+ * nothing more, and the second piece may start at its offset. */
+static void test_pieces_around_varying_op(void **state)
+{
+	(void)state;
+	struct cg_seg runs[3] = { { 0 } };
+	for (int r = 0; r < 3; r++) {
+		add_n(&runs[r], &ka, 1, 5);
+		add(&runs[r], &kb, 100 + (unsigned)r, 0); /* a grid that grows */
+		add_n(&runs[r], &kc, 1, 5);
+	}
+	struct cg_build b[CG_MAX_BUILDS];
+	struct cg_learn_out res;
+	assert_int_equal(learn(&runs[0], NULL, 2, 0, b, &res), 0);
+	assert_true(res.novel);
+	int nb = learn(&runs[1], NULL, 2, 0, b, &res);
+	assert_int_equal(nb, 2);
+	assert_false(res.novel);
+	int seen0 = 0, seen6 = 0;
+	for (int i = 0; i < nb; i++) {
+		assert_int_equal(b[i].n, 5);
+		assert_int_equal(b[i].first, 0);
+		seen0 += b[i].start == 0;
+		seen6 += b[i].start == 6;
+	}
+	assert_int_equal(seen0, 1);
+	assert_int_equal(seen6, 1);
+	struct cg_tmpl *t[2];
+	for (int i = 0; i < nb; i++)
+		t[i] = add_template(&runs[1], &b[i], NULL);
+	assert_int_equal(cg_table_count(), 2);
+
+	assert_int_equal(learn(&runs[2], NULL, 2, 0, b, &res), 0);
+	assert_null(res.whole);
+	/* The piece after X starts at offset 6 of a run, not at 5 or 7. */
+	struct cg_tmpl *second = t[0]->ops[0].u.k.ki == &kc.ki ? t[0] : t[1];
+	struct cg_tmpl *out[8];
+	assert_int_equal(cg_table_starting(&runs[2].ops[6], 0, NULL, 6, out, 8), 1);
+	assert_ptr_equal(out[0], second);
+	assert_int_equal(cg_table_starting(&runs[2].ops[6], 0, NULL, 5, out, 8), 0);
+	assert_int_equal(cg_table_starting(&runs[2].ops[6], 0, NULL, 7, out, 8), 0);
+	for (int r = 0; r < 3; r++)
+		cg_seg_free(&runs[r]);
+}
+
+/* Runs that differ in too many places, or share no stretch of CG_PIECE_MIN,
+ * give no pieces. */
+static void test_no_short_pieces(void **state)
+{
+	(void)state;
+	struct cg_seg r1 = { 0 }, r2 = { 0 };
+	/* a0..a2 X b0..b2: stretches of 3 only. */
+	add_n(&r1, &ka, 1, 3);
+	add(&r1, &kb, 100, 0);
+	add_n(&r1, &kc, 1, 3);
+	add_n(&r2, &ka, 1, 3);
+	add(&r2, &kb, 101, 0);
+	add_n(&r2, &kc, 1, 3);
+	struct cg_build b[CG_MAX_BUILDS];
+	struct cg_learn_out res;
+	assert_int_equal(learn(&r1, NULL, 2, 0, b, &res), 0);
+	assert_int_equal(learn(&r2, NULL, 2, 0, b, &res), 0);
+	assert_true(res.novel);
+	cg_seg_free(&r1);
+	cg_seg_free(&r2);
+}
+
+/* A run the table has a template for builds nothing and names it; so does a
+ * run whose chain's first piece is there. */
+static void test_whole_known(void **state)
+{
+	(void)state;
+	struct cg_seg run = { 0 };
+	add_n(&run, &ka, 1, 6);
+	struct cg_build b[CG_MAX_BUILDS];
+	struct cg_learn_out res;
+	struct cg_build all = { 0, run.n, 0 };
+	struct cg_tmpl *t = add_template(&run, &all, NULL);
+	for (int i = 0; i < 3; i++) {
+		assert_int_equal(learn(&run, NULL, 2, 0, b, &res), 0);
+		assert_ptr_equal(res.whole, t);
+		assert_false(res.novel);
+	}
+
+	struct cg_seg chain = { 0 };
+	add_n(&chain, &kb, 1, 40);
+	struct cg_build first = { 0, 8, 0 };
+	struct cg_tmpl *p = add_template(&chain, &first, NULL);
+	assert_int_equal(learn(&chain, NULL, 2, 8, b, &res), 0);
+	assert_ptr_equal(res.whole, p);
+	/* Without the chain asked for, the first piece is not the run's. */
+	assert_int_equal(learn(&chain, NULL, 2, 0, b, &res), 0);
+	assert_null(res.whole);
+	cg_seg_free(&run);
+	cg_seg_free(&chain);
+}
+
+/* Start keys: a piece learnt after template A at offset 3 starts only
+ * there; at a run's start (offset 0) any template starts. */
+static void test_start_keys(void **state)
+{
+	(void)state;
+	struct cg_seg run = { 0 };
+	add_n(&run, &ka, 1, 4);
+	struct cg_tmpl *p = cg_tmpl_new(run.ops, run.n, 0);
+	assert_non_null(p);
+	assert_null(cg_table_add(p, 64));
+	static const char anchor_a, anchor_b;
+	const struct cg_op *op = &run.ops[0];
+	struct cg_tmpl *out[8];
+	/* Learnt nowhere yet: only at a run's start. */
+	assert_int_equal(cg_table_starting(op, 0, &anchor_a, 3, out, 8), 0);
+	assert_int_equal(cg_table_starting(op, 0, &anchor_a, 0, out, 8), 1);
+	cg_tmpl_add_start(p, &anchor_a, 3);
+	assert_int_equal(cg_table_starting(op, 0, &anchor_a, 3, out, 8), 1);
+	assert_ptr_equal(out[0], p);
+	assert_int_equal(cg_table_starting(op, 0, &anchor_a, 4, out, 8), 0);
+	assert_int_equal(cg_table_starting(op, 0, &anchor_b, 3, out, 8), 0);
+	assert_int_equal(cg_table_starting(op, 0, NULL, 3, out, 8), 0);
+	assert_int_equal(cg_table_starting(op, 0, &anchor_b, 0, out, 8), 1);
+	assert_int_equal(cg_table_starting(op, 0, NULL, 0, out, 8), 1);
+	/* Offset 0 is no key; a key twice is kept once. */
+	cg_tmpl_add_start(p, &anchor_b, 0);
+	cg_tmpl_add_start(p, &anchor_a, 3);
+	assert_int_equal(p->nstarts, 1);
+	/* Other first ops: never. */
+	struct cg_seg other = { 0 };
+	add(&other, &kb, 1, 0);
+	assert_int_equal(cg_table_starting(&other.ops[0], 0, NULL, 0, out, 8), 0);
+	/* The newest of more keys than CG_TMPL_STARTS is kept. */
+	for (size_t off = 10; off < 10 + CG_TMPL_STARTS + 1; off++)
+		cg_tmpl_add_start(p, &anchor_b, off);
+	assert_int_equal(p->nstarts, CG_TMPL_STARTS);
+	assert_int_equal(cg_table_starting(op, 0, &anchor_b, 10 + CG_TMPL_STARTS, out, 8), 1);
+	/* A chain's later piece never starts a match. */
+	p->follows = 1;
+	assert_int_equal(cg_table_starting(op, 0, NULL, 0, out, 8), 0);
+	assert_false(cg_table_starts_alike(op));
+	assert_true(cg_tmpl_can_follow(p, op, 0));
+	cg_seg_free(&run);
+	cg_seg_free(&other);
+}
+
+/* Learning records where a piece it finds again starts. */
+static void test_learn_adds_start(void **state)
+{
+	(void)state;
+	static const char anchor;
+	struct cg_seg runs[3] = { { 0 } };
+	for (int r = 0; r < 3; r++) {
+		add(&runs[r], &kb, 100 + (unsigned)r, 0); /* varies */
+		add(&runs[r], &kb, 200 + (unsigned)r, 0); /* varies */
+		add(&runs[r], &kb, 300 + (unsigned)r, 0); /* varies */
+		add_n(&runs[r], &ka, 1, 5);
+	}
+	struct cg_build b[CG_MAX_BUILDS];
+	struct cg_learn_out res;
+	/* The history is per place: the first op's shape and the anchor. Here
+	 * the first op varies too, so no run is compared with another. */
+	for (int r = 0; r < 3; r++)
+		assert_int_equal(learn(&runs[r], &anchor, 2, 0, b, &res), 0);
+	for (int r = 0; r < 3; r++)
+		cg_seg_free(&runs[r]);
+
+	/* First op fixed: the piece at offset 3 is found on the second run. */
+	for (int r = 0; r < 3; r++) {
+		add(&runs[r], &kc, 1, 0);
+		add(&runs[r], &kb, 200 + (unsigned)r, 0);
+		add(&runs[r], &kb, 300 + (unsigned)r, 0);
+		add_n(&runs[r], &ka, 1, 5);
+	}
+	assert_int_equal(learn(&runs[0], &anchor, 2, 0, b, &res), 0);
+	assert_int_equal(learn(&runs[1], &anchor, 2, 0, b, &res), 1);
+	assert_int_equal(b[0].start, 3);
+	assert_int_equal(b[0].n, 5);
+	/* Built as the engine does (start key at its place)... */
+	struct cg_tmpl *t = cg_tmpl_new(runs[1].ops + 3, 5, 0);
+	assert_non_null(t);
+	assert_null(cg_table_add(t, 64));
+	assert_int_equal(t->nstarts, 0);
+	/* ...or, found again by learning, given its place. */
+	assert_int_equal(learn(&runs[2], &anchor, 2, 0, b, &res), 0);
+	struct cg_tmpl *out[8];
+	assert_int_equal(cg_table_starting(&runs[2].ops[3], 0, &anchor, 3, out, 8), 1);
+	assert_ptr_equal(out[0], t);
+	for (int r = 0; r < 3; r++)
+		cg_seg_free(&runs[r]);
+}
+
+/* Back-off: a template that keeps diverging is left alone for a while,
+ * longer each round, and for good after a few rounds. */
+static void test_backoff(void **state)
+{
+	(void)state;
+	struct cg_seg run = { 0 };
+	add_n(&run, &ka, 1, 4);
+	struct cg_tmpl *t = cg_tmpl_new(run.ops, run.n, 0);
+	assert_null(cg_table_add(t, 64));
+	struct cg_tmpl *out[8];
+	uint64_t segno = 100;
+	for (int round = 1; round <= 3; round++) {
+		for (int i = 0; i < 3; i++)
+			cg_tmpl_note_divergence(t, segno);
+		assert_int_equal(t->state, CG_T_READY); /* three are not enough */
+		cg_tmpl_note_divergence(t, segno);
+		assert_int_equal(t->state, CG_T_BACKOFF);
+		uint64_t until = t->backoff_until;
+		assert_true(until > segno + 16);
+		assert_int_equal(cg_table_starting(&run.ops[0], until - 1, NULL, 0, out, 8), 0);
+		assert_int_equal(cg_table_starting(&run.ops[0], until, NULL, 0, out, 8), 1);
+		assert_int_equal(t->state, CG_T_READY);
+		segno = until;
+	}
+	/* Divergences are weighed against replays. */
+	for (int i = 0; i < 10; i++)
+		cg_tmpl_note_replay(t, 0, segno, 0);
+	for (int i = 0; i < 5; i++)
+		cg_tmpl_note_divergence(t, segno);
+	assert_int_equal(t->state, CG_T_READY);
+	for (int i = 0; i < 6; i++)
+		cg_tmpl_note_divergence(t, segno);
+	assert_int_equal(t->state, CG_T_DEAD); /* the fourth round */
+	assert_int_equal(cg_table_starting(&run.ops[0], segno + 100000, NULL, 0, out, 8), 0);
+	cg_seg_free(&run);
+}
+
+/* A replay that costs more host time than the eager calls backs off (when
+ * asked to). */
+static void test_backoff_slow(void **state)
+{
+	(void)state;
+	struct cg_seg run = { 0 };
+	add_n(&run, &ka, 1, 4);
+	struct cg_tmpl *t = cg_tmpl_new(run.ops, run.n, 1000);
+	assert_null(cg_table_add(t, 64));
+	for (int i = 0; i < 20; i++)
+		cg_tmpl_note_replay(t, 5000, 1, 0);
+	assert_int_equal(t->state, CG_T_READY); /* backoff_slow = 0 */
+	struct cg_tmpl *u = cg_tmpl_new(run.ops, run.n, 1000);
+	for (int i = 0; i < 3; i++)
+		cg_tmpl_note_replay(u, 5000, 1, 1);
+	assert_int_equal(u->state, CG_T_BACKOFF);
+	struct cg_tmpl *v = cg_tmpl_new(run.ops, run.n, 1000);
+	for (int i = 0; i < 20; i++)
+		cg_tmpl_note_replay(v, 500, 1, 1);
+	assert_int_equal(v->state, CG_T_READY); /* faster */
+	cg_tmpl_free(u);
+	cg_tmpl_free(v);
+	cg_seg_free(&run);
+}
+
+/* The table keeps the most recently used within its size. */
+static void test_table_lru(void **state)
+{
+	(void)state;
+	struct cg_seg run = { 0 };
+	add_n(&run, &ka, 1, 8);
+	struct cg_tmpl *t[4];
+	for (int i = 0; i < 3; i++) {
+		t[i] = cg_tmpl_new(run.ops + i, 2, 0);
+		assert_null(cg_table_add(t[i], 3));
+	}
+	cg_table_touch(t[0]);
+	t[3] = cg_tmpl_new(run.ops + 3, 2, 0);
+	struct cg_tmpl *gone = cg_table_add(t[3], 3);
+	assert_ptr_equal(gone, t[1]); /* the least recently used */
+	assert_null(gone->next);
+	assert_false(t[1]->in_table);
+	assert_int_equal(cg_table_count(), 3);
+	assert_ptr_equal(cg_table_find(run.ops + 1, 2), NULL);
+	assert_ptr_equal(cg_table_find(run.ops, 2), t[0]);
+	cg_tmpl_free(gone);
+	cg_seg_free(&run);
+}
+
+/* The pieces of a chain of n ops: 8, 24, 72, ... with a rest shorter than
+ * half a piece joining the last. */
+static int pieces(size_t n, size_t first, size_t *out)
+{
+	int k = 0;
+	for (size_t done = 0; done < n && k < 16; k++) {
+		out[k] = cg_chain_piece_len(done, n - done, first);
+		assert_true(out[k] > 0);
+		done += out[k];
+	}
+	return k;
+}
+
+static void test_chain_pieces(void **state)
+{
+	(void)state;
+	size_t p[16];
+	assert_int_equal(pieces(104, 8, p), 3);
+	assert_int_equal(p[0], 8);
+	assert_int_equal(p[1], 24);
+	assert_int_equal(p[2], 72);
+	assert_int_equal(pieces(320, 8, p), 4);
+	assert_int_equal(p[3], 216);
+	/* A rest of 20 (under half of 72) joins the third piece. */
+	assert_int_equal(pieces(124, 8, p), 3);
+	assert_int_equal(p[2], 92);
+	/* A rest of 46 (half of 72 or more) is a piece of its own. */
+	assert_int_equal(pieces(150, 8, p), 4);
+	assert_int_equal(p[2], 72);
+	assert_int_equal(p[3], 46);
+	/* The engine's 40-op run: 8 and the rest. */
+	assert_int_equal(pieces(40, 8, p), 2);
+	assert_int_equal(p[0], 8);
+	assert_int_equal(p[1], 32);
+	/* Short runs: one piece. */
+	assert_int_equal(pieces(11, 8, p), 1);
+	assert_int_equal(p[0], 11);
+	assert_int_equal(pieces(12, 8, p), 2);
+	/* Another first piece. */
+	assert_int_equal(pieces(40, 10, p), 2);
+	assert_int_equal(p[0], 10);
+	assert_int_equal(p[1], 30);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_exact_repeat, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_failed_not_retried, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_pieces_around_varying_op, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_no_short_pieces, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_whole_known, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_start_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_learn_adds_start, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_backoff, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_backoff_slow, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_table_lru, setup, teardown),
+		cmocka_unit_test(test_chain_pieces),
+	};
+	return cmocka_run_group_tests_name("learn", tests, NULL, NULL);
+}

