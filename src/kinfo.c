@@ -95,9 +95,13 @@ static struct cg_kinfo *cg_kinfo_learn(const void *key, enum cg_kkey how)
 	ki->size = (uint32_t *)(ki + 1);
 	ki->hkind = kernel ? CG_KH_KERNEL : CG_KH_FUNCTION;
 	ki->gen = atomic_load(&cg_kinfo_gen);
+	ki->simple = n <= 32;
 	for (uint32_t i = 0; i < n; i++) {
 		ki->size[i] = sizes[i];
 		ki->total += sizes[i];
+		ki->simple &= sizes[i] == 4 || sizes[i] == 8;
+		if (sizes[i] == 8 && i < 32)
+			ki->wide |= 1u << i;
 	}
 	const char *name = NULL;
 	CUresult rc = kernel ? CG_BK(kernel_name, &name, (CUkernel)h) : CG_BK(func_name, &name, (CUfunction)h);

@@ -67,6 +67,7 @@ static int cg_op_kernel(struct cg_op *op, int pt, enum cg_reason *why, const voi
 	op->u.k.attr = attr;
 	op->u.k.key = key;
 	op->u.k.how = (uint8_t)how;
+	op->u.k.zero = 0;
 	op->u.k.ki = NULL;
 	if (cg_unlikely(nattr)) {
 		op->u.k.nattr = (uint8_t)nattr;
@@ -797,19 +798,6 @@ int cg_op_from_cuLaunchHostFunc(struct cg_op *op, int pt, enum cg_reason *why, C
 }
 
 /* ---- shape and values ------------------------------------------------------- */
-int cg_op_finish(struct cg_op *op, enum cg_reason *why)
-{
-	CUcontext ctx = NULL;
-	/* The driver calls nothing back for this: no need to mark it cgraft's. */
-	if (cg_bk->ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx) {
-		*why = CG_WHY_DEVICE;
-		return -ENOTSUP;
-	}
-	op->ctx = ctx;
-	op->shape = 0; /* the engine hashes it where it needs it */
-	return 0;
-}
-
 /* 2D and 3D copy and memset nodes cannot be updated after instantiation:
  * their addresses are part of the shape. */
 static int cg_op_fixed_addresses(const struct cg_op *op)

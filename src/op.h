@@ -5,8 +5,10 @@
 #define CG_OP_H
 
 #include <errno.h>
+#include <string.h>
 
 #include "api.h"
+#include "backend.h"
 #include "base.h"
 #include "stats.h"
 
@@ -28,6 +30,10 @@ struct cg_kinfo {
 	uint32_t total;        /* packed bytes */
 	uint32_t *size;        /* per parameter */
 	uint32_t gen;          /* kinfo generation it was learnt in */
+	/* For the held-launch path: every parameter 4 or 8 bytes (and at most
+	 * 32), bit i set where parameter i has 8. */
+	uint32_t wide;
+	uint8_t simple;
 	uint8_t hkind;         /* enum cg_khandle */
 	uint8_t nccl;          /* an NCCL kernel: never held */
 	char name[96];         /* the kernel's name (cut), where the driver tells it */
@@ -56,12 +62,15 @@ struct cg_op {
 			 * layout is found by the engine (cg_op_kernel_info), or
 			 * taken from the op it matches. */
 			const void *key;
-			const struct cg_kinfo *ki;
+			void **args;                   /* caller's, valid during the call */
 			uint32_t grid[3], block[3];
 			uint32_t shmem;
-			uint8_t nattr, how; /* after shmem: read side by side (engine.c) */
+			/* after shmem, read with grid, block and shmem as 32
+			 * bytes (engine.c): zero kept 0 */
+			uint8_t nattr, how;
+			uint16_t zero;
+			const struct cg_kinfo *ki;
 			const CUlaunchAttribute *attr; /* caller's, then cgraft's copy */
-			void **args;                   /* caller's, valid during the call */
 			void **extra_opts;             /* caller's driver "extra" options */
 			const void *extra;             /* caller's packed buffer */
 			const uint8_t *params;         /* cgraft's copy */
@@ -122,14 +131,12 @@ static inline int cg_op_rt_plain_launch(struct cg_op *op, int pt, const void *ke
 	op->u.k.key = key;
 	op->u.k.how = (uint8_t)how;
 	op->u.k.ki = NULL;
-	op->u.k.grid[0] = grid.x;
-	op->u.k.grid[1] = grid.y;
-	op->u.k.grid[2] = grid.z;
-	op->u.k.block[0] = block.x;
-	op->u.k.block[1] = block.y;
-	op->u.k.block[2] = block.z;
+	_Static_assert(sizeof(dim3) == 12, "dim3 is three unsigned ints");
+	memcpy(op->u.k.grid, &grid, 12);
+	memcpy(op->u.k.block, &block, 12);
 	op->u.k.shmem = (uint32_t)shmem;
 	op->u.k.nattr = 0;
+	op->u.k.zero = 0;
 	op->u.k.attr = NULL;
 	op->u.k.args = args;
 	op->u.k.extra_opts = NULL;
@@ -226,8 +233,20 @@ CG_OPFROM(cuLaunchHostFunc, CUstream s, CUhostFn fn, void *data);
 int cg_op_kernel_info(struct cg_op *op, enum cg_reason *why) CG_HIDDEN;
 
 /* ---- shapes, values, submission (op.c) ----------------------------------- */
-/* Names the op's context and shape hash once the normaliser filled it. */
-int cg_op_finish(struct cg_op *op, enum cg_reason *why) CG_HIDDEN;
+/* Names the op's context once the normaliser filled it (the engine hashes
+ * its shape where it needs it). The driver calls nothing back for this: no
+ * need to mark the call cgraft's. */
+static inline int cg_op_finish(struct cg_op *op, enum cg_reason *why)
+{
+	CUcontext ctx = NULL;
+	if (cg_unlikely(cg_bk->ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx)) {
+		*why = CG_WHY_DEVICE;
+		return -ENOTSUP;
+	}
+	op->ctx = ctx;
+	op->shape = 0;
+	return 0;
+}
 uint64_t cg_op_shape_hash(const struct cg_op *op) CG_HIDDEN;
 /* Shape: everything that must be equal for two ops to share a graph node. */
 int cg_op_same_shape(const struct cg_op *a, const struct cg_op *b) CG_HIDDEN;

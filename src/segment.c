@@ -42,7 +42,7 @@ void cg_arena_free(struct cg_arena *a)
 	a->head = NULL;
 }
 
-static int cg_seg_grow(struct cg_seg *s, size_t more)
+int cg_seg_grow(struct cg_seg *s, size_t more)
 {
 	size_t cap = s->cap ? s->cap : 256;
 	while (cap < s->n + more)
@@ -118,11 +118,6 @@ static int cg_push_kernel(struct cg_seg *s, struct cg_op *d, const struct cg_op 
 	return 0;
 }
 
-static inline int cg_seg_reserve(struct cg_seg *s, size_t more)
-{
-	return cg_likely(s->n + more <= s->cap) ? 0 : cg_seg_grow(s, more);
-}
-
 int cg_seg_push(struct cg_seg *s, const struct cg_op *op, int snapshot, const struct cg_op *expect, int *differs)
 {
 	if (cg_seg_reserve(s, 1))
@@ -150,8 +145,8 @@ int cg_seg_push(struct cg_seg *s, const struct cg_op *op, int snapshot, const st
 	return 0;
 }
 
-/* Whether the caller's parameters equal exp's, read in place. */
-int cg_params_equal(const struct cg_op *op, const uint8_t *exp)
+/* cg_params_equal for layouts with other sizes. */
+int cg_params_equal_sized(const struct cg_op *op, const uint8_t *exp)
 {
 	const struct cg_kinfo *ki = op->u.k.ki;
 	void *const *__restrict args = op->u.k.args;

@@ -5,6 +5,8 @@
 #ifndef CG_SEGMENT_H
 #define CG_SEGMENT_H
 
+#include <string.h>
+
 #include "op.h"
 
 struct cg_arena_blk {
@@ -36,6 +38,12 @@ struct cg_seg {
 	struct cg_arena arena;
 };
 
+/* Makes room for more ops. */
+int cg_seg_grow(struct cg_seg *s, size_t more) CG_HIDDEN;
+static inline int cg_seg_reserve(struct cg_seg *s, size_t more)
+{
+	return cg_likely(s->n + more <= s->cap) ? 0 : cg_seg_grow(s, more);
+}
 /* Appends a copy of op. snapshot: a pageable source is copied now (the op is
  * held). expect: the op the graph has at this place; *differs is then set to
  * whether op's values differ from it, found in the same pass as the copy.
@@ -46,8 +54,35 @@ int cg_seg_push(struct cg_seg *s, const struct cg_op *op, int snapshot, const st
  * the caller and compared with expect (the graph's values) in one pass;
  * returns 1 where they differ, 0 where not, -ENOMEM. */
 int cg_seg_push_kernel(struct cg_seg *s, const struct cg_op *op, const struct cg_op *expect) CG_HIDDEN;
-/* Whether the caller's kernel parameters equal the bytes at exp. */
-int cg_params_equal(const struct cg_op *op, const uint8_t *exp) CG_HIDDEN;
+/* Whether the caller's kernel parameters equal the bytes at exp, read in
+ * place. Inline: every held launch compares its parameters. */
+int cg_params_equal_sized(const struct cg_op *op, const uint8_t *exp) CG_HIDDEN;
+static inline int cg_params_equal(const struct cg_op *op, const uint8_t *exp)
+{
+	const struct cg_kinfo *ki = op->u.k.ki;
+	if (cg_unlikely(!ki->simple))
+		return cg_params_equal_sized(op, exp);
+	/* Every parameter 4 or 8 bytes, packed: bit i of wide says 8. */
+	void *const *__restrict args = op->u.k.args;
+	uint64_t diff = 0;
+	uint32_t wide = ki->wide;
+	for (uint32_t i = 0, n = ki->nparams; i < n; i++, wide >>= 1) {
+		if (wide & 1) {
+			uint64_t w, v;
+			memcpy(&w, args[i], 8);
+			memcpy(&v, exp, 8);
+			diff |= w ^ v;
+			exp += 8;
+		} else {
+			uint32_t w, v;
+			memcpy(&w, args[i], 4);
+			memcpy(&v, exp, 4);
+			diff |= w ^ v;
+			exp += 4;
+		}
+	}
+	return !diff;
+}
 /* Appends ops that already live in cgraft's memory (their copies are kept). */
 int cg_seg_append(struct cg_seg *s, const struct cg_op *ops, size_t n) CG_HIDDEN;
 void cg_seg_clear(struct cg_seg *s) CG_HIDDEN;
