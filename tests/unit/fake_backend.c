@@ -823,15 +823,18 @@ void fk_app(const struct cg_op *op, int tag)
 	c->tag = tag;
 	c->stream = op->stream;
 	switch (op->kind) {
-	case CG_OP_KERNEL:
+	case CG_OP_KERNEL: {
+		/* The layout may not be looked up yet (the engine does that). */
+		const void *h = op->u.k.ki ? op->u.k.ki->handle : op->u.k.key;
 		if (op->flags & CG_F_PACKED) {
-			c->kernel = op->u.k.ki->handle;
+			c->kernel = h;
 			c->nbytes = op->nbytes < FK_MAX_PARAM_BYTES ? op->nbytes : FK_MAX_PARAM_BYTES;
 			memcpy(c->params, op->u.k.extra, c->nbytes);
 		} else {
-			fk_params(c, op->u.k.ki->handle, op->u.k.args, NULL);
+			fk_params(c, h, op->u.k.args, NULL);
 		}
 		break;
+	}
 	case CG_OP_COPY:
 		c->dst = (uintptr_t)op->u.cp.dst;
 		c->src = (uintptr_t)op->u.cp.src;

@@ -1,0 +1,865 @@
+/* Unit tests of the engine through its entry points (src/engine.h), acting
+ * as the shim does: ops built by the normalisers, an eager op's real call
+ * logged (fk_app) then reported with cg_engine_op_done(), a deferred one
+ * left alone; what cgraft itself submits is seen in the fake backend's log.
+ * The engine is one per process: each test starts from a reset boundary,
+ * which forgets every template, layout and learnt run. */
+#include <pthread.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine.h"
+#include "log.h"
+#include "options.h"
+#include "stats.h"
+#include "unit.h"
+
+#define DEV_LO 0x10000000u
+#define BUF(n) ((uint64_t)DEV_LO + 0x10000u * (uint64_t)(n))
+#define K(n) ((CUfunction)(uintptr_t)(0x100000u + 0x1000u * (unsigned)(n)))
+#define NKERNELS 8
+#define HOLD_US 500000 /* held work is never timed out in tests but the timer's */
+
+static const uint32_t sz2[] = { 8, 8 }; /* a pointer and a scalar */
+
+static int group_setup(void **state)
+{
+	(void)state;
+	fk_install();
+	fk_device_range(DEV_LO, 1u << 28);
+	for (int k = 1; k <= NKERNELS; k++)
+		fk_kernel(K(k), 2, sz2, NULL);
+	cg_init();
+	cg_log_level = CG_LOG_ERROR;
+	atomic_store(&cg_engine_on, 1);
+	return 0;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	cg_opt.enable = 1;
+	cg_opt.min_repeats = 2;
+	cg_opt.min_ops = 2;
+	cg_opt.warmup = 0;
+	cg_opt.window_lo = 0;
+	cg_opt.window_hi = LONG_MAX;
+	cg_opt.max_graphs = 64;
+	cg_opt.max_segment_ops = 4096;
+	cg_opt.max_variants = 4;
+	cg_opt.backoff_slow = 0;
+	cg_opt.max_hold_us = HOLD_US;
+	atomic_store(&cg_engine_on, 1);
+	/* Whatever a test left held goes out, and everything learnt goes. */
+	cg_engine_boundary(-1, CG_K_RESET, CG_WHY_RESET);
+	fk_clear();
+	return 0;
+}
+
+/* ---- acting as the shim ------------------------------------------------------ */
+struct launch {
+	struct cg_op op;
+	void *argv[2];
+	uint64_t val[2];
+};
+
+/* A cuLaunchKernel of K(k) with arguments (a0, a1), normalised. */
+static struct cg_op *launch(struct launch *l, int k, CUstream s, unsigned grid, uint64_t a0, uint64_t a1)
+{
+	memset(l, 0, sizeof *l);
+	l->val[0] = a0;
+	l->val[1] = a1;
+	l->argv[0] = &l->val[0];
+	l->argv[1] = &l->val[1];
+	enum cg_reason why;
+	assert_int_equal(cg_op_from_cuLaunchKernel(&l->op, 0, &why, K(k), grid, 1, 1, 128, 1, 1, 0, s, l->argv, NULL),
+			 0);
+	l->op.entry = CG_E_cuLaunchKernel;
+	assert_int_equal(cg_op_finish(&l->op, &why), 0);
+	return &l->op;
+}
+
+static struct cg_op *record(struct cg_op *op, CUstream s, CUevent e)
+{
+	enum cg_reason why;
+	assert_int_equal(cg_op_from_cuEventRecord(op, 0, &why, e, s), 0);
+	op->entry = CG_E_cuEventRecord;
+	assert_int_equal(cg_op_finish(op, &why), 0);
+	return op;
+}
+
+/* The call as the shim makes it: returns what the engine answered. */
+static int call(struct cg_op *op, int tag)
+{
+	int r = cg_engine_op(op);
+	if (r != CG_DEFERRED)
+		fk_app(op, tag);
+	if (r == CG_EAGER)
+		cg_engine_op_done(op, 1);
+	return r;
+}
+
+static void sync_point(void)
+{
+	cg_engine_boundary(CG_E_cudaStreamSynchronize, CG_K_SYNC, CG_WHY_UNSUPPORTED_API);
+}
+
+/* One iteration of n kernels K(1..n) (or kernels[i]) with first arguments
+ * a[i], second b[i] (0 without b), grid 1 (or grids[i]), then a sync. */
+struct iter {
+	int n;
+	const int *kernels;
+	const unsigned *grids;
+	const uint64_t *a, *b;
+	int res[64];
+};
+
+static void run_iter(struct iter *it, CUstream s)
+{
+	for (int i = 0; i < it->n; i++) {
+		struct launch l;
+		int k = it->kernels ? it->kernels[i] : i + 1;
+		launch(&l, k, s, it->grids ? it->grids[i] : 1, it->a[i], it->b ? it->b[i] : 0);
+		it->res[i] = call(&l.op, i);
+	}
+	sync_point();
+}
+
+static int count_res(const struct iter *it, int what)
+{
+	int n = 0;
+	for (int i = 0; i < it->n; i++)
+		n += it->res[i] == what;
+	return n;
+}
+
+static uint64_t param_u64(const struct fk_call *c, size_t off)
+{
+	uint64_t v;
+	memcpy(&v, c->params + off, 8);
+	return v;
+}
+
+#define STAT(f) atomic_load(&cg_stats.f)
+
+/* ---- (g) the hold timer (first: the timer starts with this test's hold) -------- */
+/* Held work with no further call is submitted after about max_hold_us, by
+ * the timer, eagerly. */
+static void test_hold_timer(void **state)
+{
+	(void)state;
+	CUstream s = UT_STREAM(9);
+	const uint64_t a[] = { BUF(1), BUF(2), BUF(3) };
+	struct iter it = { .n = 3, .a = a };
+	run_iter(&it, s);
+	run_iter(&it, s);
+	const long hold_us = 20000;
+	cg_opt.max_hold_us = hold_us;
+	unsigned long long why0 = STAT(fallbacks[CG_WHY_HELD_TOO_LONG]);
+	struct launch l;
+	size_t m = fk_mark();
+	assert_int_equal(call(launch(&l, 1, s, 1, a[0], 0), 0), CG_DEFERRED);
+	uint64_t t0 = cg_now_ns();
+	long at = -1;
+	while ((at = fk_nth(FK_LAUNCH_KERNEL, m, 0)) < 0 && cg_now_ns() - t0 < 3000000000ull)
+		usleep(500);
+	uint64_t waited = cg_now_ns() - t0;
+	assert_true(at >= 0);
+	assert_true(waited >= (uint64_t)hold_us * 800);  /* not before the hold, give or take the clock */
+	assert_true(waited < 1500000000ull);             /* and not much later */
+	struct fk_call c = fk_at((size_t)at);
+	assert_ptr_equal(c.kernel, K(1));
+	assert_int_equal(param_u64(&c, 0), a[0]);
+	assert_false(pthread_equal(c.thread, pthread_self())); /* the timer's */
+	assert_int_equal(STAT(fallbacks[CG_WHY_HELD_TOO_LONG]), why0 + 1);
+	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 0);
+	/* The iteration goes on eagerly: nothing is held twice. */
+	cg_opt.max_hold_us = HOLD_US;
+	assert_int_equal(call(launch(&l, 2, s, 1, a[1], 0), 1), CG_EAGER);
+	assert_int_equal(call(launch(&l, 3, s, 1, a[2], 0), 2), CG_EAGER);
+	sync_point();
+	assert_int_equal(fk_count(FK_LAUNCH_KERNEL, m), 1);
+}
+
+/* ---- (a) recording, then replay ---------------------------------------------------- */
+static void test_record_then_replay(void **state)
+{
+	(void)state;
+	CUstream s = UT_STREAM(1);
+	const uint64_t a[] = { BUF(1), BUF(2), BUF(3) };
+	struct iter it = { .n = 3, .a = a };
+	size_t m = fk_mark();
+	run_iter(&it, s);
+	assert_int_equal(count_res(&it, CG_EAGER), 3);
+	assert_int_equal(fk_count(FK_APP, m), 3);
+	assert_int_equal(fk_count(FK_GRAPH_CREATE, m), 0);
+
+	/* The second time the run is learnt: one graph of three kernel nodes in
+	 * stream order, instantiated, not launched. */
+	m = fk_mark();
+	run_iter(&it, s);
+	assert_int_equal(count_res(&it, CG_EAGER), 3);
+	assert_int_equal(fk_count(FK_APP, m), 3);
+	assert_int_equal(fk_count(FK_GRAPH_CREATE, m), 1);
+	assert_int_equal(fk_count(FK_GRAPH_ADD_KERNEL, m), 3);
+	assert_int_equal(fk_count(FK_GRAPH_INSTANTIATE, m), 1);
+	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 0);
+	struct fk_call n0 = fk_get(FK_GRAPH_ADD_KERNEL, m, 0), n1 = fk_get(FK_GRAPH_ADD_KERNEL, m, 1),
+		       n2 = fk_get(FK_GRAPH_ADD_KERNEL, m, 2);
+	assert_int_equal(n0.ndeps, 0);
+	assert_int_equal(n1.ndeps, 1);
+	assert_ptr_equal(n1.deps[0], n0.node);
+	assert_int_equal(n2.ndeps, 1);
+	assert_ptr_equal(n2.deps[0], n1.node);
+	assert_ptr_equal(n0.kernel, K(1));
+	assert_ptr_equal(n2.kernel, K(3));
+	assert_int_equal(param_u64(&n1, 0), a[1]);
+	CUgraphExec exec = fk_get(FK_GRAPH_INSTANTIATE, m, 0).exec;
+
+	/* The third time every op is held, and the last launches the graph. */
+	m = fk_mark();
+	struct launch l;
+	assert_int_equal(call(launch(&l, 1, s, 1, a[0], 0), 0), CG_DEFERRED);
+	assert_int_equal(call(launch(&l, 2, s, 1, a[1], 0), 1), CG_DEFERRED);
+	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 0);
+	assert_int_equal(call(launch(&l, 3, s, 1, a[2], 0), 2), CG_DEFERRED);
+	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 1);
+	struct fk_call gl = fk_get(FK_GRAPH_LAUNCH, m, 0);
+	assert_ptr_equal(gl.exec, exec);
+	assert_ptr_equal(gl.stream, s);
+	sync_point();
+	assert_int_equal(fk_count(FK_APP, m), 0);
+	assert_int_equal(fk_count(FK_LAUNCH_KERNEL, m), 0);
+	assert_int_equal(fk_count(FK_EXEC_SET_KERNEL, m), 0);
+
+	/* And so on (past the timed replays, through the engine's fast path). */
+	unsigned long long replayed = STAT(ops_replayed);
+	for (int i = 0; i < 40; i++) {
+		m = fk_mark();
+		run_iter(&it, s);
+		assert_int_equal(count_res(&it, CG_DEFERRED), 3);
+		assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 1);
+		assert_ptr_equal(fk_get(FK_GRAPH_LAUNCH, m, 0).exec, exec);
+		assert_int_equal(fk_count(FK_APP, m), 0);
+		assert_int_equal(fk_count(FK_LAUNCH_KERNEL, m), 0);
+		assert_int_equal(fk_count(FK_EXEC_SET_KERNEL, m), 0);
+		assert_int_equal(fk_count(FK_GRAPH_INSTANTIATE, m), 0);
+	}
+	assert_int_equal(STAT(ops_replayed), replayed + 40 * 3);
+}
+
+/* ---- (b) divergence ------------------------------------------------------------------ */
+/* An op that differs from the template: the held ops before it go out
+ * eagerly, in order, before the call returns; then it runs eagerly. */
+static void test_divergence(void **state)
+{
+	(void)state;
+	CUstream s = UT_STREAM(2);
+	const uint64_t a[] = { BUF(1), BUF(2), BUF(3), BUF(4) };
+	struct iter it = { .n = 4, .a = a };
+	run_iter(&it, s);
+	run_iter(&it, s);
+	unsigned long long div0 = STAT(divergences);
+
+	/* The second op is another kernel. */
+	size_t m = fk_mark();
+	struct launch l;
+	assert_int_equal(call(launch(&l, 1, s, 1, a[0], 0), 0), CG_DEFERRED);
+	assert_int_equal(fk_count(FK_LAUNCH_KERNEL, m), 0);
+	assert_int_equal(call(launch(&l, 5, s, 1, a[1], 0), 1), CG_EAGER);
+	assert_int_equal(call(launch(&l, 3, s, 1, a[2], 0), 2), CG_EAGER);
+	assert_int_equal(call(launch(&l, 4, s, 1, a[3], 0), 3), CG_EAGER);
+	sync_point();
+	assert_int_equal(fk_count(FK_LAUNCH_KERNEL, m), 1);
+	struct fk_call held = fk_get(FK_LAUNCH_KERNEL, m, 0);
+	assert_ptr_equal(held.kernel, K(1));
+	assert_ptr_equal(held.stream, s);
+	assert_int_equal(param_u64(&held, 0), a[0]);
+	assert_true(fk_nth(FK_LAUNCH_KERNEL, m, 0) < fk_nth(FK_APP, m, 0)); /* before the diverging op */
+	assert_int_equal(fk_get(FK_APP, m, 0).tag, 1);
+	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 0);
+	assert_int_equal(STAT(divergences), div0 + 1);
+
+	/* Well replayed (held ops left implicit on the engine's fast path),
+	 * then the third op with another grid: both held ops go out, with the
+	 * arguments the program gave. */
+	for (int i = 0; i < 20; i++) {
+		m = fk_mark();
+		run_iter(&it, s);
+		assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 1);
+	}
+	m = fk_mark();
+	assert_int_equal(call(launch(&l, 1, s, 1, a[0], 0), 0), CG_DEFERRED);
+	assert_int_equal(call(launch(&l, 2, s, 1, a[1], 0), 1), CG_DEFERRED);
+	assert_int_equal(call(launch(&l, 3, s, 7, a[2], 0), 2), CG_EAGER);
+	assert_int_equal(fk_count(FK_LAUNCH_KERNEL, m), 2);
+	struct fk_call h0 = fk_get(FK_LAUNCH_KERNEL, m, 0), h1 = fk_get(FK_LAUNCH_KERNEL, m, 1);
+	assert_ptr_equal(h0.kernel, K(1));
+	assert_ptr_equal(h1.kernel, K(2));
+	assert_int_equal(param_u64(&h0, 0), a[0]);
+	assert_int_equal(param_u64(&h1, 0), a[1]);
+	assert_true(fk_nth(FK_LAUNCH_KERNEL, m, 1) < fk_nth(FK_APP, m, 0));
+	assert_int_equal(call(launch(&l, 4, s, 1, a[3], 0), 3), CG_EAGER);
+	sync_point();
+	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 0);
+}
+
+/* ---- (c) variants and node updates ------------------------------------------------------ */
+/* An argument alternating between two buffers: two variants, launched in
+ * turn, with no node updates once both exist. */
+static void test_variants_alternate(void **state)
+{
+	(void)state;
+	CUstream s = UT_STREAM(3);
+	uint64_t a[] = { BUF(1), BUF(9), BUF(10) };
+	struct iter it = { .n = 3, .a = a };
+	unsigned long long var0 = STAT(variants);
+	size_t m0 = fk_mark();
+	CUgraphExec last[2] = { NULL, NULL };
+	for (int i = 0; i < 30; i++) {
+		a[0] = i % 2 ? BUF(2) : BUF(1);
+		size_t m = fk_mark();
+		run_iter(&it, s);
+		if (i < 2)
+			continue;
+		assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 1);
+		assert_int_equal(fk_count(FK_APP, m), 0);
+		CUgraphExec e = fk_get(FK_GRAPH_LAUNCH, m, 0).exec;
+		if (i >= 20) {
+			/* Steady state: no updates, no new variants, one exec per
+			 * buffer, in turn. */
+			assert_int_equal(fk_count(FK_EXEC_SET_KERNEL, m), 0);
+			assert_int_equal(fk_count(FK_GRAPH_INSTANTIATE, m), 0);
+			assert_ptr_not_equal(e, last[(i + 1) % 2]);
+			if (i >= 22)
+				assert_ptr_equal(e, last[i % 2]);
+		}
+		last[i % 2] = e;
+	}
+	assert_int_equal(fk_count(FK_GRAPH_INSTANTIATE, m0), 2);
+	assert_int_equal(STAT(variants), var0 + 1);
+}
+
+/* A scalar that changes every iteration: one variant, its node updated at
+ * every launch. */
+static void test_variants_counter(void **state)
+{
+	(void)state;
+	CUstream s = UT_STREAM(4);
+	const uint64_t a[] = { BUF(1), BUF(2), BUF(3) };
+	uint64_t b[] = { 0, 5, 6 };
+	struct iter it = { .n = 3, .a = a, .b = b };
+	size_t m0 = fk_mark();
+	CUgraphNode node0 = NULL;
+	for (uint64_t i = 0; i < 30; i++) {
+		b[0] = 1000 + i;
+		size_t m = fk_mark();
+		run_iter(&it, s);
+		if (i == 1)
+			node0 = fk_get(FK_GRAPH_ADD_KERNEL, m, 0).node;
+		if (i < 2)
+			continue;
+		assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 1);
+		assert_int_equal(fk_count(FK_EXEC_SET_KERNEL, m), 1);
+		struct fk_call u = fk_get(FK_EXEC_SET_KERNEL, m, 0);
+		assert_ptr_equal(u.node, node0);
+		assert_ptr_equal(u.kernel, K(1));
+		assert_int_equal(param_u64(&u, 0), a[0]);
+		assert_int_equal(param_u64(&u, 8), 1000 + i);
+		assert_true(fk_nth(FK_EXEC_SET_KERNEL, m, 0) < fk_nth(FK_GRAPH_LAUNCH, m, 0));
+	}
+	assert_int_equal(fk_count(FK_GRAPH_INSTANTIATE, m0), 1);
+}
+
+/* Both at once: the buffer picks the variant, the counter (a node that
+ * changes at every launch) is updated on whichever is launched. */
+static void test_variants_with_counter(void **state)
+{
+	(void)state;
+	CUstream s = UT_STREAM(16);
+	uint64_t a[] = { BUF(1), BUF(9), BUF(10) };
+	uint64_t b[] = { 0, 0, 7 };
+	struct iter it = { .n = 3, .a = a, .b = b };
+	size_t m0 = fk_mark();
+	CUgraphNode node1 = NULL;
+	CUgraphExec last[2] = { NULL, NULL };
+	for (uint64_t i = 0; i < 30; i++) {
+		a[0] = i % 2 ? BUF(2) : BUF(1);
+		b[1] = 500 + i;
+		size_t m = fk_mark();
+		run_iter(&it, s);
+		if (i == 1)
+			node1 = fk_get(FK_GRAPH_ADD_KERNEL, m, 1).node;
+		if (i < 20)
+			continue;
+		assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 1);
+		assert_int_equal(fk_count(FK_GRAPH_INSTANTIATE, m), 0);
+		assert_int_equal(fk_count(FK_EXEC_SET_KERNEL, m), 1);
+		struct fk_call u = fk_get(FK_EXEC_SET_KERNEL, m, 0), gl = fk_get(FK_GRAPH_LAUNCH, m, 0);
+		assert_ptr_equal(u.node, node1);
+		assert_int_equal(param_u64(&u, 8), 500 + i);
+		assert_ptr_equal(u.exec, gl.exec); /* on the variant launched */
+		assert_ptr_not_equal(gl.exec, last[(i + 1) % 2]);
+		if (i >= 22)
+			assert_ptr_equal(gl.exec, last[i % 2]);
+		last[i % 2] = gl.exec;
+	}
+	assert_int_equal(fk_count(FK_GRAPH_INSTANTIATE, m0), 2);
+}
+
+/* ---- (d) back-off ----------------------------------------------------------------------- */
+/* A template that keeps diverging is not tried for a while, then again. */
+static void test_backoff(void **state)
+{
+	(void)state;
+	CUstream s = UT_STREAM(5);
+	const uint64_t a[] = { BUF(1), BUF(2), BUF(3) };
+	struct iter it = { .n = 3, .a = a };
+	run_iter(&it, s);
+	run_iter(&it, s);
+	unsigned long long bo0 = STAT(fallbacks[CG_WHY_BACKOFF_DIVERGE]);
+	/* The second op's grid grows: it differs every time. */
+	int tried = 0;
+	for (unsigned i = 0; i < 8; i++) {
+		const unsigned grids[] = { 1, 100 + i, 1 };
+		struct iter d = { .n = 3, .a = a, .grids = grids };
+		run_iter(&d, s);
+		tried += d.res[0] == CG_DEFERRED;
+		assert_int_equal(d.res[1], CG_EAGER);
+		if (i >= 4)
+			assert_int_equal(d.res[0], CG_EAGER);
+	}
+	assert_int_equal(tried, 4);
+	assert_int_equal(STAT(fallbacks[CG_WHY_BACKOFF_DIVERGE]), bo0 + 1);
+	/* The iteration as it was: eager for a while, then replayed again. */
+	int eager = 0;
+	size_t m = 0;
+	for (;;) {
+		m = fk_mark();
+		run_iter(&it, s);
+		if (it.res[0] == CG_DEFERRED || eager > 200)
+			break;
+		assert_int_equal(count_res(&it, CG_EAGER), 3);
+		eager++;
+	}
+	assert_true(eager >= 16);
+	assert_true(eager <= 40);
+	assert_int_equal(count_res(&it, CG_DEFERRED), 3);
+	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 1);
+}
+
+/* ---- (e) chains --------------------------------------------------------------------------- */
+/* 40 ops on one stream ending where the host waits: a chain of graphs, the
+ * first launched while the host still makes the calls of the next. */
+static void test_chain(void **state)
+{
+	(void)state;
+	CUstream s = UT_STREAM(6);
+	unsigned grids[40];
+	uint64_t a[40];
+	int ks[40];
+	for (int i = 0; i < 40; i++) {
+		grids[i] = 1 + (unsigned)i; /* 40 shapes: no period */
+		a[i] = BUF(i);
+		ks[i] = 1 + i % 3;
+	}
+	struct iter it = { .n = 40, .a = a, .grids = grids, .kernels = ks };
+	run_iter(&it, s);
+	size_t m = fk_mark();
+	run_iter(&it, s);
+	assert_int_equal(fk_count(FK_GRAPH_INSTANTIATE, m), 2);
+	assert_int_equal(fk_count(FK_GRAPH_ADD_KERNEL, m), 40);
+	for (int r = 0; r < 10; r++) {
+		m = fk_mark();
+		long first_at = -1;
+		for (int i = 0; i < 40; i++) {
+			struct launch l;
+			launch(&l, ks[i], s, grids[i], a[i], 0);
+			assert_int_equal(call(&l.op, i), CG_DEFERRED);
+			if (i == 7)
+				first_at = (long)fk_mark();
+			if (i < 7)
+				assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 0);
+		}
+		sync_point();
+		assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 2);
+		/* The first piece went out with the eighth op. */
+		assert_true(fk_nth(FK_GRAPH_LAUNCH, m, 0) < first_at);
+		assert_ptr_not_equal(fk_get(FK_GRAPH_LAUNCH, m, 0).exec, fk_get(FK_GRAPH_LAUNCH, m, 1).exec);
+		assert_int_equal(fk_count(FK_APP, m), 0);
+		assert_int_equal(fk_count(FK_LAUNCH_KERNEL, m), 0);
+	}
+}
+
+/* ---- (f) another thread --------------------------------------------------------------------- */
+struct other {
+	CUstream s;
+	int sync; /* a sync boundary instead of a launch */
+	pthread_t self;
+	int res;
+};
+
+static void *other_thread(void *arg)
+{
+	struct other *o = arg;
+	o->self = pthread_self();
+	if (o->sync) {
+		sync_point();
+	} else {
+		struct launch l;
+		o->res = call(launch(&l, 6, o->s, 1, BUF(50), 0), 99);
+	}
+	return NULL;
+}
+
+static void test_other_thread(void **state)
+{
+	(void)state;
+	CUstream s = UT_STREAM(7);
+	const uint64_t a[] = { BUF(1), BUF(2), BUF(3) };
+	struct iter it = { .n = 3, .a = a };
+	run_iter(&it, s);
+	run_iter(&it, s);
+	unsigned long long th0 = STAT(fallbacks[CG_WHY_THREADS]);
+	size_t m = fk_mark();
+	struct launch l;
+	assert_int_equal(call(launch(&l, 1, s, 1, a[0], 0), 0), CG_DEFERRED);
+	struct other o = { .s = UT_STREAM(8) };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, other_thread, &o), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(o.res, CG_EAGER);
+	/* The held op went out first, from the other thread's call. */
+	long sub = fk_nth(FK_LAUNCH_KERNEL, m, 0), app = fk_nth(FK_APP, m, 0);
+	assert_true(sub >= 0 && app >= 0);
+	assert_true(sub < app);
+	struct fk_call c = fk_at((size_t)sub);
+	assert_ptr_equal(c.kernel, K(1));
+	assert_ptr_equal(c.stream, s);
+	assert_true(pthread_equal(c.thread, o.self));
+	assert_int_equal(fk_at((size_t)app).tag, 99);
+	assert_int_equal(STAT(fallbacks[CG_WHY_THREADS]), th0 + 1);
+	/* This thread goes on eagerly. */
+	assert_int_equal(call(launch(&l, 2, s, 1, a[1], 0), 1), CG_EAGER);
+	assert_int_equal(call(launch(&l, 3, s, 1, a[2], 0), 2), CG_EAGER);
+	sync_point();
+	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 0);
+	assert_int_equal(fk_count(FK_LAUNCH_KERNEL, m), 1);
+}
+
+/* Held work on this thread's per-thread stream, submitted from another
+ * thread, goes to the legacy stream (the other thread's per-thread stream
+ * is another stream). */
+static void test_other_thread_per_thread_stream(void **state)
+{
+	(void)state;
+	const uint64_t a[] = { BUF(1), BUF(2), BUF(3) };
+	struct iter it = { .n = 3, .a = a };
+	run_iter(&it, CU_STREAM_PER_THREAD);
+	run_iter(&it, CU_STREAM_PER_THREAD);
+	size_t m = fk_mark();
+	struct launch l;
+	assert_int_equal(call(launch(&l, 1, CU_STREAM_PER_THREAD, 1, a[0], 0), 0), CG_DEFERRED);
+	assert_int_equal(call(launch(&l, 2, CU_STREAM_PER_THREAD, 1, a[1], 0), 1), CG_DEFERRED);
+	struct other o = { .sync = 1 };
+	pthread_t th;
+	assert_int_equal(pthread_create(&th, NULL, other_thread, &o), 0);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_int_equal(fk_count(FK_LAUNCH_KERNEL, m), 2);
+	for (int i = 0; i < 2; i++) {
+		struct fk_call c = fk_get(FK_LAUNCH_KERNEL, m, (size_t)i);
+		assert_ptr_equal(c.kernel, K(1 + i));
+		assert_ptr_equal(c.stream, CU_STREAM_LEGACY);
+		assert_true(pthread_equal(c.thread, o.self));
+	}
+	assert_int_equal(call(launch(&l, 3, CU_STREAM_PER_THREAD, 1, a[2], 0), 2), CG_EAGER);
+	sync_point();
+}
+
+/* ---- (h) events ------------------------------------------------------------------------------ */
+static void events_iter(CUstream s, CUevent e, int last_kernel, int res[3], int check)
+{
+	struct launch l;
+	struct cg_op rec;
+	res[0] = call(launch(&l, 1, s, 1, BUF(1), 0), 0);
+	res[1] = call(record(&rec, s, e), 1);
+	if (check) {
+		/* Held or eager, the work that recorded e is not out of the
+		 * segment yet: a query of e is not independent. */
+		assert_false(cg_engine_event_independent(e));
+		assert_true(cg_engine_event_independent(UT_EVENT(99)));
+	}
+	res[2] = call(launch(&l, last_kernel, s, 1, BUF(2), 0), 2);
+}
+
+static void test_event_independent(void **state)
+{
+	(void)state;
+	CUstream s = UT_STREAM(10);
+	CUevent e = UT_EVENT(1);
+	int res[3];
+	events_iter(s, e, 2, res, 1);
+	assert_int_equal(res[1], CG_EAGER);
+	assert_false(cg_engine_event_independent(e)); /* recorded by the run: its end is where the host looks */
+	sync_point();
+	assert_true(cg_engine_event_independent(e));
+	size_t m = fk_mark();
+	events_iter(s, e, 2, res, 0);
+	sync_point();
+	struct fk_call rn = fk_get(FK_GRAPH_ADD_RECORD, m, 0);
+	assert_ptr_equal(rn.event, e);
+
+	/* Held: not independent while held; independent once the graph is out. */
+	m = fk_mark();
+	events_iter(s, e, 2, res, 1);
+	assert_int_equal(res[0], CG_DEFERRED);
+	assert_int_equal(res[1], CG_DEFERRED);
+	assert_int_equal(res[2], CG_DEFERRED);
+	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 1);
+	assert_true(cg_engine_event_independent(e));
+	sync_point();
+	assert_true(cg_engine_event_independent(e));
+
+	/* Held, then submitted eagerly by a divergence: the run recorded it. */
+	m = fk_mark();
+	events_iter(s, e, 5, res, 1);
+	assert_int_equal(res[2], CG_EAGER);
+	assert_ptr_equal(fk_get(FK_EVENT_RECORD, m, 0).event, e);
+	assert_false(cg_engine_event_independent(e));
+	sync_point();
+	assert_true(cg_engine_event_independent(e));
+}
+
+/* ---- (i) host memory ---------------------------------------------------------------------------- */
+static uint8_t hostbuf[4096];
+
+/* A kernel given host memory the host may poll is never held; the rest of
+ * the iteration is. */
+static void test_host_memory_never_held(void **state)
+{
+	(void)state;
+	CUstream s = UT_STREAM(11);
+	cg_hostmem_add(hostbuf, sizeof hostbuf);
+	const uint64_t a[] = { (uint64_t)(uintptr_t)(hostbuf + 64), BUF(2), BUF(3) };
+	struct iter it = { .n = 3, .a = a };
+	unsigned long long hm0 = STAT(fallbacks[CG_WHY_HOST_MEMORY]);
+	size_t m0 = fk_mark();
+	for (int i = 0; i < 8; i++) {
+		size_t m = fk_mark();
+		run_iter(&it, s);
+		assert_int_equal(it.res[0], CG_EAGER);
+		assert_int_equal(fk_get(FK_APP, m, 0).tag, 0);
+		if (i >= 2) {
+			assert_int_equal(it.res[1], CG_DEFERRED);
+			assert_int_equal(it.res[2], CG_DEFERRED);
+			assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 1);
+		}
+	}
+	/* The graph has the two other kernels only. */
+	assert_int_equal(fk_count(FK_GRAPH_ADD_KERNEL, m0), 2);
+	for (size_t k = 0; k < 2; k++)
+		assert_ptr_not_equal(fk_get(FK_GRAPH_ADD_KERNEL, m0, k).kernel, K(1));
+	assert_true(STAT(fallbacks[CG_WHY_HOST_MEMORY]) >= hm0 + 8);
+	cg_hostmem_remove(hostbuf);
+}
+
+/* A template learnt with device memory, then given host memory: that op is
+ * not held, and what was held goes out before it. */
+static void test_host_memory_in_template(void **state)
+{
+	(void)state;
+	CUstream s = UT_STREAM(12);
+	const uint64_t a[] = { BUF(1), BUF(2), BUF(3) };
+	struct iter it = { .n = 3, .a = a };
+	run_iter(&it, s);
+	run_iter(&it, s);
+	cg_hostmem_add(hostbuf, sizeof hostbuf);
+	const uint64_t host = (uint64_t)(uintptr_t)hostbuf;
+	size_t m = fk_mark();
+	struct launch l;
+	assert_int_equal(call(launch(&l, 1, s, 1, a[0], 0), 0), CG_DEFERRED);
+	assert_int_equal(call(launch(&l, 2, s, 1, host, 0), 1), CG_EAGER);
+	assert_int_equal(fk_count(FK_LAUNCH_KERNEL, m), 1);
+	assert_true(fk_nth(FK_LAUNCH_KERNEL, m, 0) < fk_nth(FK_APP, m, 0));
+	assert_int_equal(call(launch(&l, 3, s, 1, a[2], 0), 2), CG_EAGER);
+	sync_point();
+	/* At the first op. */
+	m = fk_mark();
+	assert_int_equal(call(launch(&l, 1, s, 1, host, 0), 0), CG_EAGER);
+	assert_int_equal(call(launch(&l, 2, s, 1, a[1], 0), 1), CG_EAGER);
+	assert_int_equal(call(launch(&l, 3, s, 1, a[2], 0), 2), CG_EAGER);
+	sync_point();
+	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 0);
+	/* Back to device memory: replayed again. */
+	m = fk_mark();
+	run_iter(&it, s);
+	assert_int_equal(count_res(&it, CG_DEFERRED), 3);
+	cg_hostmem_remove(hostbuf);
+}
+
+/* GAP (engine.c, cg_defer_push): host memory is looked for only in values
+ * that differ from the graph's. An address the graph was built with that
+ * becomes host memory later (cudaHostRegister of a range the program
+ * already handed a kernel, or a freed device buffer's address reused for
+ * host memory) is held and replayed, with the host free to poll it.
+ * Skipped until the engine checks (or templates are forgotten) when
+ * cg_hostmem_add() covers a template's argument. */
+static void test_host_memory_registered_later(void **state)
+{
+	(void)state;
+	skip();
+	CUstream s = UT_STREAM(13);
+	const uint64_t a[] = { (uint64_t)(uintptr_t)hostbuf, BUF(2), BUF(3) };
+	struct iter it = { .n = 3, .a = a };
+	run_iter(&it, s);
+	run_iter(&it, s);
+	cg_hostmem_add(hostbuf, sizeof hostbuf);
+	run_iter(&it, s);
+	cg_hostmem_remove(hostbuf);
+	assert_int_equal(it.res[0], CG_EAGER); /* fails: CG_DEFERRED */
+}
+
+/* ---- pageable sources ------------------------------------------------------------------------------ */
+static uint8_t pagebuf[64]; /* pageable: in no range the fake calls device or pinned memory */
+
+/* A held copy from pageable memory reads the bytes the program had at its
+ * call (it may reuse the buffer as soon as the call returns): the graph
+ * copies them from pinned staging, two buffers in turn, and a buffer is
+ * rewritten only after the launch that read it is done. */
+static void test_pageable_copy_snapshot(void **state)
+{
+	(void)state;
+	CUstream s = UT_STREAM(17);
+	void *dst = (void *)(uintptr_t)BUF(20);
+	size_t build = 0;
+	uint8_t *staging[2] = { NULL, NULL };
+	int pending = 0;
+	for (int i = 0; i < 12; i++) {
+		size_t m = fk_mark();
+		if (i == 1)
+			build = m;
+		if (i == 8) {
+			/* The launches that read the staging buffers are still
+			 * running. */
+			for (size_t k = 0; k < 2; k++)
+				fk_event_pending(fk_get(FK_EVENT_CREATE, build, k).event, 1);
+			pending = 1;
+		}
+		struct launch l;
+		struct cg_op cp;
+		enum cg_reason why;
+		assert_int_equal(call(launch(&l, 1, s, 1, BUF(1), 0), 0), i < 2 ? CG_EAGER : CG_DEFERRED);
+		memset(pagebuf, 0x40 + i, sizeof pagebuf);
+		assert_int_equal(cg_op_from_rt_memcpy_async(&cp, 0, &why, dst, pagebuf, sizeof pagebuf,
+							    cudaMemcpyHostToDevice, (cudaStream_t)s), 0);
+		cp.entry = CG_E_cudaMemcpyAsync;
+		assert_int_equal(cg_op_finish(&cp, &why), 0);
+		assert_int_equal(call(&cp, 1), i < 2 ? CG_EAGER : CG_DEFERRED);
+		memset(pagebuf, 0xee, sizeof pagebuf); /* the program reuses its buffer */
+		assert_int_equal(call(launch(&l, 2, s, 1, BUF(2), 0), 2), i < 2 ? CG_EAGER : CG_DEFERRED);
+		sync_point();
+		if (i == 1) {
+			assert_int_equal(fk_count(FK_MEM_ALLOC_HOST, m), 2);
+			for (size_t k = 0; k < 2; k++)
+				staging[k] = (uint8_t *)fk_get(FK_MEM_ALLOC_HOST, m, k).dst;
+			struct fk_call node = fk_get(FK_GRAPH_ADD_MEMCPY, m, 0);
+			assert_true(node.src == (uintptr_t)staging[0] || node.src == (uintptr_t)staging[1]);
+			assert_int_equal(node.dst, (uintptr_t)dst);
+			assert_int_equal(node.bytes, sizeof pagebuf);
+		}
+		if (i < 2)
+			continue;
+		assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 1);
+		/* The copy node reads the buffer just filled with this call's bytes. */
+		assert_int_equal(fk_count(FK_EXEC_SET_MEMCPY, m), 1);
+		struct fk_call u = fk_get(FK_EXEC_SET_MEMCPY, m, 0);
+		int b = u.src == (uintptr_t)staging[1];
+		assert_int_equal(u.src, (uintptr_t)staging[b]);
+		for (size_t k = 0; k < sizeof pagebuf; k++)
+			assert_int_equal(staging[b][k], 0x40 + i);
+		assert_true(fk_nth(FK_EXEC_SET_MEMCPY, m, 0) < fk_nth(FK_GRAPH_LAUNCH, m, 0));
+		/* In turn. */
+		static int last_b = -1;
+		if (i > 2)
+			assert_int_not_equal(b, last_b);
+		last_b = b;
+		if (pending) {
+			/* Not rewritten before the launch that read it is done. */
+			long sync_at = fk_nth(FK_EVENT_SYNC, m, 0);
+			assert_true(sync_at >= 0);
+			assert_true(sync_at < fk_nth(FK_EXEC_SET_MEMCPY, m, 0));
+		} else {
+			assert_int_equal(fk_count(FK_EVENT_SYNC, m), 0);
+		}
+	}
+	for (size_t k = 0; k < 2; k++)
+		fk_event_pending(fk_get(FK_EVENT_CREATE, build, k).event, 0);
+}
+
+/* ---- kernels cgraft cannot hold, builds that fail ------------------------------------------------ */
+/* A kernel whose layout the driver does not tell passes through as a
+ * boundary: the held work goes out first. */
+static void test_unknown_kernel_passes(void **state)
+{
+	(void)state;
+	CUstream s = UT_STREAM(14);
+	const uint64_t a[] = { BUF(1), BUF(2), BUF(3) };
+	struct iter it = { .n = 3, .a = a };
+	run_iter(&it, s);
+	run_iter(&it, s);
+	unsigned long long pi0 = STAT(fallbacks[CG_WHY_PARAM_INFO]);
+	size_t m = fk_mark();
+	struct launch l;
+	assert_int_equal(call(launch(&l, 1, s, 1, a[0], 0), 0), CG_DEFERRED);
+	assert_int_equal(call(launch(&l, NKERNELS + 1, s, 1, a[1], 0), 1), CG_PASS);
+	assert_int_equal(fk_count(FK_LAUNCH_KERNEL, m), 1);
+	assert_true(fk_nth(FK_LAUNCH_KERNEL, m, 0) < fk_nth(FK_APP, m, 0));
+	assert_int_equal(STAT(fallbacks[CG_WHY_PARAM_INFO]), pi0 + 1);
+	sync_point();
+}
+
+/* A graph that fails to build leaves the run eager, and is not tried again
+ * soon. BUG: see test_learn's test_failed_not_retried: the "do not try
+ * again soon" mark is undone by the next sightings, and this 5-op run's
+ * graph is built again (and fails again) at every iteration. Skipped until
+ * learn.c is fixed. */
+static void test_build_failure_not_retried(void **state)
+{
+	(void)state;
+	skip();
+	CUstream s = UT_STREAM(15);
+	const uint64_t a[] = { BUF(1), BUF(2), BUF(3), BUF(4), BUF(5) };
+	struct iter it = { .n = 5, .a = a };
+	fk_fail(FK_GRAPH_INSTANTIATE, CUDA_ERROR_UNKNOWN, 100);
+	size_t m = fk_mark();
+	for (int i = 0; i < 12; i++) {
+		run_iter(&it, s);
+		assert_int_equal(count_res(&it, CG_EAGER), 5);
+	}
+	fk_fail(FK_GRAPH_INSTANTIATE, CUDA_SUCCESS, 0);
+	assert_int_equal(fk_count(FK_GRAPH_INSTANTIATE, m), 1); /* fails: 11, one per iteration */
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_hold_timer, setup),
+		cmocka_unit_test_setup(test_record_then_replay, setup),
+		cmocka_unit_test_setup(test_divergence, setup),
+		cmocka_unit_test_setup(test_variants_alternate, setup),
+		cmocka_unit_test_setup(test_variants_counter, setup),
+		cmocka_unit_test_setup(test_variants_with_counter, setup),
+		cmocka_unit_test_setup(test_backoff, setup),
+		cmocka_unit_test_setup(test_chain, setup),
+		cmocka_unit_test_setup(test_other_thread, setup),
+		cmocka_unit_test_setup(test_other_thread_per_thread_stream, setup),
+		cmocka_unit_test_setup(test_event_independent, setup),
+		cmocka_unit_test_setup(test_host_memory_never_held, setup),
+		cmocka_unit_test_setup(test_host_memory_in_template, setup),
+		cmocka_unit_test_setup(test_host_memory_registered_later, setup),
+		cmocka_unit_test_setup(test_pageable_copy_snapshot, setup),
+		cmocka_unit_test_setup(test_unknown_kernel_passes, setup),
+		cmocka_unit_test_setup(test_build_failure_not_retried, setup),
+	};
+	return cmocka_run_group_tests_name("engine", tests, group_setup, NULL);
+}
