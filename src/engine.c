@@ -924,6 +924,34 @@ void cg_engine_forget_handle(int entry, CUstream s, CUevent e)
 	cg_lock_give(&E.mu);
 }
 
+struct cg_range_arg {
+	const void *p;
+	size_t n;
+};
+
+static int cg_reaches_range(const struct cg_tmpl *t, void *cookie)
+{
+	const struct cg_range_arg *r = cookie;
+	return cg_graph_reaches(t, r->p, r->n);
+}
+
+void cg_engine_host_memory(const void *p, size_t n)
+{
+	cg_lock_take(&E.mu);
+	cg_wait_turn();
+	E.seq++;
+	if (E.mode == CG_DEFER)
+		cg_resolve(0, 0);
+	/* The run's kernels were kept before their addresses were host memory. */
+	E.run.n = 0;
+	cg_run_end(0);
+	E.expect = NULL;
+	E.period.known = 0;
+	struct cg_range_arg r = { p, n };
+	cg_bury(cg_table_take_if(cg_reaches_range, &r));
+	cg_lock_give(&E.mu);
+}
+
 /* Held work comes after every event recorded before it: a query of such an
  * event, or a wait on it, sees what it would see with the work out. One the
  * run recorded is where the host looks at that run's work: its end. */

@@ -93,13 +93,16 @@ static int cg_in_ranges(uintptr_t a)
 	return 0;
 }
 
+/* cgraft packs a kernel's parameters without padding (segment.c): after a
+ * 4-, 2- or 1-byte parameter a pointer sits at any offset, so every 8 bytes
+ * are read, at every offset. */
 int cg_hostmem_hit(const uint8_t *params, size_t nbytes)
 {
 	if (!atomic_load_explicit(&cg_hm_any, memory_order_relaxed))
 		return 0;
 	int hit = 0;
 	pthread_rwlock_rdlock(&cg_hm_lock);
-	for (size_t b = 0; b + 8 <= nbytes && !hit; b += 8) {
+	for (size_t b = 0; b + 8 <= nbytes && !hit; b++) {
 		uint64_t w;
 		memcpy(&w, params + b, 8);
 		size_t bit = cg_granule_bit((uintptr_t)w);
@@ -108,4 +111,16 @@ int cg_hostmem_hit(const uint8_t *params, size_t nbytes)
 	}
 	pthread_rwlock_unlock(&cg_hm_lock);
 	return hit;
+}
+
+int cg_params_reach(const uint8_t *params, size_t nbytes, const void *p, size_t n)
+{
+	uintptr_t lo = (uintptr_t)p, hi = lo + n;
+	for (size_t b = 0; b + 8 <= nbytes; b++) {
+		uint64_t w;
+		memcpy(&w, params + b, 8);
+		if (w >= lo && w < hi)
+			return 1;
+	}
+	return 0;
 }

@@ -30,7 +30,8 @@ static long cg_seen_note(uint64_t key, size_t n, long at_least)
 		cg_seen[i].count = 0;
 	}
 	cg_seen[i].count++;
-	if (cg_seen[i].count < at_least)
+	/* A run whose graph failed stays below zero (cg_learn_failed). */
+	if (cg_seen[i].count >= 0 && cg_seen[i].count < at_least)
 		cg_seen[i].count = at_least;
 	return cg_seen[i].count;
 }
@@ -192,6 +193,9 @@ int cg_learn(const struct cg_learn_in *in, struct cg_build *out, struct cg_learn
 		size_t minlen = (size_t)in->min_ops > CG_PIECE_MIN ? (size_t)in->min_ops : CG_PIECE_MIN;
 		int got = cg_diff_blocks(shape, n, cg_hist[slot].shape, cg_hist[slot].n, minlen, blk, CG_MAX_BUILDS);
 		for (int i = 0; i < got; i++) {
+			/* The whole run again is the whole-run count's. */
+			if (blk[i].x == 0 && blk[i].len == n)
+				continue;
 			const struct cg_op *b = ops + blk[i].x;
 			struct cg_tmpl *have = cg_table_find(b, blk[i].len);
 			if (have) {

@@ -271,6 +271,21 @@ struct cg_tmpl *cg_table_take_naming(CUstream s, CUevent e, int all)
 	return taken;
 }
 
+struct cg_tmpl *cg_table_take_if(int (*pred)(const struct cg_tmpl *t, void *cookie), void *cookie)
+{
+	struct cg_tmpl *taken = NULL, *t = cg_lru_head;
+	while (t) {
+		struct cg_tmpl *nx = t->next;
+		if (pred(t, cookie)) {
+			cg_table_remove(t);
+			t->next = taken;
+			taken = t;
+		}
+		t = nx;
+	}
+	return taken;
+}
+
 /* ---- back-off ---------------------------------------------------------------- */
 void cg_tmpl_backoff(struct cg_tmpl *t, enum cg_reason why, uint64_t segno)
 {

@@ -435,6 +435,25 @@ const struct cg_op *cg_graph_expect(const struct cg_tmpl *t, size_t i)
 	return &g->var[g->predict].vals[i];
 }
 
+static int cg_ops_reach(const struct cg_op *ops, size_t k, const void *p, size_t n)
+{
+	for (size_t i = 0; i < k; i++)
+		if (ops[i].kind == CG_OP_KERNEL && cg_params_reach(ops[i].u.k.params, ops[i].nbytes, p, n))
+			return 1;
+	return 0;
+}
+
+int cg_graph_reaches(const struct cg_tmpl *t, const void *p, size_t n)
+{
+	if (cg_ops_reach(t->ops, t->n, p, n))
+		return 1;
+	const struct cg_graph *g = t->g;
+	for (int v = 0; g && v < g->nvar; v++)
+		if (cg_ops_reach(g->var[v].vals, t->n, p, n))
+			return 1;
+	return 0;
+}
+
 /* ---- variants ---------------------------------------------------------------- */
 static int cg_node_volatile(const struct cg_graph *g, size_t i)
 {

@@ -17,6 +17,9 @@ void cg_graph_destroy(struct cg_graph *g) CG_HIDDEN;
 void cg_graph_abandon(struct cg_graph *g) CG_HIDDEN;
 /* The op whose values the next launch of t is expected to carry at i. */
 const struct cg_op *cg_graph_expect(const struct cg_tmpl *t, size_t i) CG_HIDDEN;
+/* Whether a kernel of t, as recorded or in a variant, is given an address
+ * in [p, p + n). */
+int cg_graph_reaches(const struct cg_tmpl *t, const void *p, size_t n) CG_HIDDEN;
 
 struct cg_launch {
 	const struct cg_op *ops;  /* the held ops, n == t->n */

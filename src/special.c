@@ -278,54 +278,61 @@ void cg_post_cuKernelSetAttribute(int entry, int pt, int rc, CUfunction_attribut
 }
 
 /* ---- host memory ---------------------------------------------------------------- */
+static void cg_host_memory(const void *p, size_t n)
+{
+	cg_hostmem_add(p, n);
+	if (cg_on())
+		cg_engine_host_memory(p, n);
+}
+
 #define CG_NOTE_ALLOC(family, ptype, ...) void cg_post_##family(int entry, int pt, int rc, ptype p, __VA_ARGS__)
 CG_NOTE_ALLOC(rt_malloc_host, void **, size_t n)
 {
 	(void)entry, (void)pt;
 	if (rc == 0)
-		cg_hostmem_add(*p, n);
+		cg_host_memory(*p, n);
 }
 CG_NOTE_ALLOC(rt_host_alloc, void **, size_t n, unsigned int flags)
 {
 	(void)entry, (void)pt, (void)flags;
 	if (rc == 0)
-		cg_hostmem_add(*p, n);
+		cg_host_memory(*p, n);
 }
 CG_NOTE_ALLOC(rt_host_register, void *, size_t n, unsigned int flags)
 {
 	(void)entry, (void)pt, (void)flags;
 	if (rc == 0)
-		cg_hostmem_add(p, n);
+		cg_host_memory(p, n);
 }
 CG_NOTE_ALLOC(rt_malloc_managed, void **, size_t n, unsigned int flags)
 {
 	(void)entry, (void)pt, (void)flags;
 	if (rc == 0)
-		cg_hostmem_add(*p, n);
+		cg_host_memory(*p, n);
 }
 CG_NOTE_ALLOC(cuMemAllocHost_v2, void **, size_t n)
 {
 	(void)entry, (void)pt;
 	if (rc == 0)
-		cg_hostmem_add(*p, n);
+		cg_host_memory(*p, n);
 }
 CG_NOTE_ALLOC(cuMemHostAlloc, void **, size_t n, unsigned int flags)
 {
 	(void)entry, (void)pt, (void)flags;
 	if (rc == 0)
-		cg_hostmem_add(*p, n);
+		cg_host_memory(*p, n);
 }
 CG_NOTE_ALLOC(cuMemHostRegister_v2, void *, size_t n, unsigned int flags)
 {
 	(void)entry, (void)pt, (void)flags;
 	if (rc == 0)
-		cg_hostmem_add(p, n);
+		cg_host_memory(p, n);
 }
 CG_NOTE_ALLOC(cuMemAllocManaged, CUdeviceptr *, size_t n, unsigned int flags)
 {
 	(void)entry, (void)pt, (void)flags;
 	if (rc == 0)
-		cg_hostmem_add((void *)(uintptr_t)*p, n);
+		cg_host_memory((void *)(uintptr_t)*p, n);
 }
 
 /* Frees synchronise: held work goes out, and the memory is no longer host

@@ -72,6 +72,8 @@ struct cg_tmpl *cg_table_take_chains(const struct cg_op *op) CG_HIDDEN;
 /* Takes out every template naming a stream or event (NULL matches none), or
  * every template at all; returns them linked through next. */
 struct cg_tmpl *cg_table_take_naming(CUstream s, CUevent e, int all) CG_HIDDEN;
+/* Takes out every template pred holds for. */
+struct cg_tmpl *cg_table_take_if(int (*pred)(const struct cg_tmpl *t, void *cookie), void *cookie) CG_HIDDEN;
 
 /* ---- back-off ------------------------------------------------------------------ */
 void cg_tmpl_note_divergence(struct cg_tmpl *t, uint64_t segno) CG_HIDDEN;

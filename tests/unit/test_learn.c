@@ -109,43 +109,29 @@ static void test_exact_repeat(void **state)
 	cg_seg_free(&one);
 }
 
-/* BUG (learn.c, a whole run taken for a piece of itself): from the second
- * sighting of an exact repeat on, cg_learn() compares the run with the last
- * one at the same place and finds the whole run as one common block, which
- * it counts with cg_seen_note(key, n, at_least = 1) under the whole run's
- * own key. With CGRAFT_MIN_REPEATS=3 the whole run is therefore built at its
- * second sighting (counted twice), and as a plain template (first = 0), not
- * the chain that was asked for. A block covering the whole run should be
- * left to the whole-run count. Skipped until learn.c is fixed. */
+/* A block of the diff that covers the whole run is the whole-run count's,
+ * not a piece of itself: with min_repeats 3 the run is built at its third
+ * sighting, as the chain asked for. */
 static void test_min_repeats_three(void **state)
 {
 	(void)state;
-	skip();
 	struct cg_seg run = { 0 };
 	add_n(&run, &kb, 1, 40);
 	struct cg_build b[CG_MAX_BUILDS];
 	struct cg_learn_out res;
 	assert_int_equal(learn(&run, NULL, 3, 8, b, &res), 0);
-	assert_int_equal(learn(&run, NULL, 3, 8, b, &res), 0); /* fails: built at the second sighting */
+	assert_int_equal(learn(&run, NULL, 3, 8, b, &res), 0);
 	assert_int_equal(learn(&run, NULL, 3, 8, b, &res), 1);
 	assert_int_equal(b[0].n, 40);
 	assert_int_equal(b[0].first, 8);
 	cg_seg_free(&run);
 }
 
-/* BUG (learn.c, cg_seen_note): "do not try again soon" does not hold.
- * cg_learn_failed() stores a count of -2^20, but cg_seen_note() raises any
- * count below at_least to at_least: the whole-run count (at_least = 0)
- * brings it back to 0 at the next sighting, so a failed run is built again
- * at its third sighting after the failure; a run of CG_PIECE_MIN ops or more
- * is found again as a piece of itself (at_least = 1, the bug above) and
- * built at the very next one. The engine then rebuilds a graph that fails
- * (test_engine's test_build_failure_not_retried). Skipped until learn.c is
- * fixed. */
+/* A run whose graph failed to build is not built again soon: neither the
+ * whole-run count nor its finding as a piece brings it back. */
 static void test_failed_not_retried(void **state)
 {
 	(void)state;
-	skip();
 	struct cg_build b[CG_MAX_BUILDS];
 	struct cg_learn_out res;
 	for (int n = 3; n <= 5; n += 2) { /* under CG_PIECE_MIN, and over it */

@@ -404,6 +404,30 @@ static void test_submit(void **state)
 	cg_seg_free(&seg);
 }
 
+/* cgraft packs parameters without padding: a pointer after a 4-byte or a
+ * 1-byte parameter is found at offset 4 or 1, and at the end. */
+static void test_host_memory_at_any_offset(void **state)
+{
+	(void)state;
+	static char host[256];
+	uint8_t p[32];
+	cg_hostmem_add(host, sizeof host);
+	for (size_t off = 0; off + 8 <= sizeof p; off++) {
+		memset(p, 0, sizeof p);
+		const void *a = host + 100;
+		memcpy(p + off, &a, 8);
+		assert_true(cg_hostmem_hit(p, off + 8));
+		assert_true(cg_params_reach(p, sizeof p, host, sizeof host));
+		assert_false(cg_params_reach(p, sizeof p, host, 100));
+	}
+	memset(p, 0, sizeof p);
+	assert_false(cg_hostmem_hit(p, sizeof p));
+	cg_hostmem_remove(host);
+	const void *a = host;
+	memcpy(p + 4, &a, 8);
+	assert_false(cg_hostmem_hit(p, sizeof p));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -416,6 +440,7 @@ int main(void)
 		cmocka_unit_test_setup(test_finish_needs_context, setup),
 		cmocka_unit_test_setup(test_driver_launch, setup),
 		cmocka_unit_test_setup(test_submit, setup),
+		cmocka_unit_test(test_host_memory_at_any_offset),
 	};
 	return cmocka_run_group_tests_name("op", tests, NULL, NULL);
 }
