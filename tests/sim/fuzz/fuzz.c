@@ -512,7 +512,7 @@ typedef struct {
     int sec, id;
 } acc_t;
 
-#define MAXR 48
+#define MAXR 160
 typedef struct {
     int alive, init, hasw, nr;
     acc_t w, r[MAXR];
@@ -663,7 +663,9 @@ static void m_check(model_t *M, int b, int write, vc_t *v, const acc_t *c, const
             }
 }
 
-static void m_commit(model_t *M, int b, int write, const acc_t *c)
+/* v: the accessor's clock. A read ordered before a newer one needs no
+ * keeping: whatever comes after the newer one comes after it too. */
+static void m_commit(model_t *M, int b, int write, const acc_t *c, const vc_t *v)
 {
     mbuf_t *B = &M->buf[b];
     if (write) {
@@ -673,11 +675,11 @@ static void m_commit(model_t *M, int b, int write, const acc_t *c)
         B->nr = 0;
         return;
     }
+    int k = 0;
     for (int i = 0; i < B->nr; i++)
-        if (B->r[i].ag == c->ag) {
-            B->r[i] = *c;
-            return;
-        }
+        if (B->r[i].ag != c->ag && !hb(&B->r[i], v))
+            B->r[k++] = B->r[i];
+    B->nr = k;
     if (B->nr >= MAXR) {
         mbug(M, "too many concurrent readers of buffer %d", b);
         return;
@@ -758,7 +760,7 @@ static void m_devop(model_t *M, int th, int slot, int alt, const accs_t *A, vc_t
         m_check(M, A->b[i], A->w[i], &v, &c, &w);
     m_dev_commit(M, th, slot, &v);
     for (int i = 0; A && i < A->n; i++)
-        m_commit(M, A->b[i], A->w[i], &c);
+        m_commit(M, A->b[i], A->w[i], &c, &v);
     if (out)
         *out = v;
 }
@@ -771,7 +773,7 @@ static void m_hostacc(model_t *M, int th, int b, int write)
     acc_t c = { ag, v->c[ag], M->csec, M->cid };
     who_t w = { th, 1, -1, 0 };
     m_check(M, b, write, v, &c, &w);
-    m_commit(M, b, write, &c);
+    m_commit(M, b, write, &c, v);
 }
 
 static void m_hostjoin(model_t *M, int th, const vc_t *v)
@@ -1039,10 +1041,17 @@ static void model_op(model_t *M, const op_t *o, int it, int th)
         memcpy(A.w, M->gw[o->slot], sizeof(A.w));
         m_devop(M, th, s, alt, &A, NULL);
         break;
-    case OP_WRITE_VALUE:
+    case OP_WRITE_VALUE: {
+        vc_t *last = &M->flagw[o->b[0] == B_FLAGH][o->slot];
         m_devop(M, th, s, alt, NULL, &v);
-        M->flagw[o->b[0] == B_FLAGH][o->slot] = v;
+        for (int a = 0; a < M->nag; a++)
+            if (last->c[a] > v.c[a]) {
+                mbug(M, "writes of flag word %d are not ordered", o->slot);
+                break;
+            }
+        *last = v;
         break;
+    }
     case OP_WAIT_VALUE:
         if (o->flags & 1) {
             /* The host stores the value right after the wait. */
@@ -1465,8 +1474,10 @@ static op_t gen_kernel(gen_t *G, int k, int s, int capture)
     o.z = (u32)rnext(r);
     if (pct(r, 25))
         o.xvar = ri(r, 1, 2);
-    if (capture) {
-        o.shmem = 0;   /* a launch that fails would invalidate the capture */
+    if (capture || G->th) {
+        /* A launch that fails would invalidate a capture; the worker's must
+         * not depend on limits the main thread changes meanwhile. */
+        o.shmem = 0;
     } else if (k == KN_SHMEM) {
         static const int sm[] = { 0, 512, 4096, 40000, 48 * 1024, 60000, 100000, 200000 };
         o.shmem = sm[ri(r, 0, 7)];
@@ -2001,7 +2012,9 @@ static void e_value(gen_t *G)
     o.slot = f;
     o.x = 1u + (u32)ri(r, 0, 1000) * 64u;
     if (!host) {
-        o.s = pick_stream(G, 1, 1, 1);
+        /* One writer stream for all iterations, not a stream created again
+         * in each: the values must land in increasing order. */
+        o.s = pick_stream(G, 1, 1, 0);
         o.api = ri(r, 0, 2);
         emit(G, o);
         int n = ri(r, 0, 2);
