@@ -144,13 +144,21 @@ const struct cg_kinfo *cg_kinfo_get(const void *key, enum cg_kkey how)
 	return found;
 }
 
-/* Old entries are left behind, not freed: a thread may still read one. The
+/* Old entries are kept aside, not freed: a thread may still read one. The
  * table is emptied so that lookups stay short. */
+static struct cg_kinfo *cg_kinfo_retired;
+
 void cg_kinfo_forget_all(void)
 {
 	pthread_mutex_lock(&cg_kinfo_lock);
 	atomic_fetch_add(&cg_kinfo_gen, 1);
-	for (size_t i = 0; i < CG_KINFO_SLOTS; i++)
+	for (size_t i = 0; i < CG_KINFO_SLOTS; i++) {
+		struct cg_kinfo *ki = cg_kinfo_tab[i];
+		if (ki) {
+			ki->retired = cg_kinfo_retired;
+			cg_kinfo_retired = ki;
+		}
 		__atomic_store_n(&cg_kinfo_tab[i], NULL, __ATOMIC_RELEASE);
+	}
 	pthread_mutex_unlock(&cg_kinfo_lock);
 }

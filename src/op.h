@@ -37,6 +37,7 @@ struct cg_kinfo {
 	uint8_t hkind;         /* enum cg_khandle */
 	uint8_t nccl;          /* an NCCL kernel: never held */
 	char name[96];         /* the kernel's name (cut), where the driver tells it */
+	struct cg_kinfo *retired; /* forgotten entries, kept for readers */
 };
 
 #define CG_MAX_PARAMS 1024

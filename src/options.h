@@ -23,6 +23,7 @@ struct cg_options {
 	int backoff_slow;
 	int driver_ops;
 	int profile;
+	const char *profile_trace;
 };
 extern struct cg_options cg_opt CG_HIDDEN;
 
