@@ -246,7 +246,7 @@ def main():
         f.write("  local:\n    *;\n};\n")
         f.write("GLIBC_2.2.5 {\n  global:\n    dlsym;\n};\n")
         f.write("GLIBC_2.34 {\n  global:\n    dlsym;\n} GLIBC_2.2.5;\n")
-        f.write("CGRAFT_0 {\n  global:\n    cgraft_set_enabled;\n")
+        f.write("CGRAFT_0 {\n  global:\n    cgraft_set_enabled;\n    cgraft_call_time_ns;\n")
         for e in entries:
             if e[4] and e[3] == "DRV":
                 f.write(f"    {e[4]};\n")

@@ -116,13 +116,28 @@ void *cg_tramp_enter(unsigned id)
 	return real;
 }
 
+/* ---- timing the program's calls ------------------------------------------------- */
+atomic_int cg_timing;
+atomic_ullong cg_timed_ns;
+
+uint64_t cg_time_stop(uint64_t t0)
+{
+	return atomic_fetch_add_explicit(&cg_timed_ns, cg_now_ns() - t0, memory_order_relaxed);
+}
+
+CG_EXPORT unsigned long long cgraft_call_time_ns(int on)
+{
+	atomic_store(&cg_timing, on != 0);
+	return atomic_load(&cg_timed_ns);
+}
+
 /* ---- the hand-written runtime wrappers ------------------------------------------ */
 #define CG_REAL(name) ((__typeof__(cg_real.name))cg_rt_real((void **)&cg_real.name, #name))
 
 #define CG_CALL_REAL(name, args)                                                \
 	({                                                                      \
 		cg_busy++;                                                      \
-		cudaError_t rc_ = CG_REAL(name) args;                           \
+		cudaError_t rc_ = CG_TIMED(CG_REAL(name) args);                 \
 		cg_busy--;                                                      \
 		rc_;                                                            \
 	})

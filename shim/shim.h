@@ -58,6 +58,20 @@ void cg_post_rt_driver_entry_version(int entry, int pt, int rc, const char *symb
 				     unsigned int version, unsigned long long flags,
 				     enum cudaDriverEntryPointQueryResult *status) CG_HIDDEN;
 
+/* cgraft_call_time_ns(): the host time inside the real functions the
+ * wrappers call, while the program has timing on. */
+extern atomic_int cg_timing CG_HIDDEN;
+extern atomic_ullong cg_timed_ns CG_HIDDEN;
+uint64_t cg_time_stop(uint64_t t0) CG_HIDDEN;
+#define CG_TIMED(expr)                                                          \
+	({                                                                      \
+		uint64_t t0_ = cg_unlikely(atomic_load_explicit(&cg_timing, memory_order_relaxed)) ? cg_now_ns() : 0; \
+		__auto_type r_ = (expr);                                        \
+		if (cg_unlikely(t0_))                                           \
+			cg_time_stop(t0_);                                      \
+		r_;                                                             \
+	})
+
 static inline void cg_count(int entry)
 {
 	atomic_fetch_add_explicit(&cg_stats.calls[entry], 1, memory_order_relaxed);

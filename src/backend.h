@@ -60,7 +60,8 @@
 	X(memset2d8_async, cuMemsetD2D8Async, 3020, 0)                               \
 	X(memset2d16_async, cuMemsetD2D16Async, 3020, 0)                             \
 	X(memset2d32_async, cuMemsetD2D32Async, 3020, 0)                             \
-	X(host_func, cuLaunchHostFunc, 10000, 1)
+	X(host_func, cuLaunchHostFunc, 10000, 1)                                     \
+	X(mem_get_info, cuMemGetInfo, 3020, 0)
 
 /* The runtime the program loaded, for the two things only it knows: the
  * kernel behind a host stub, and a __device__ variable's address. Both are

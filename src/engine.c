@@ -37,7 +37,7 @@ static struct {
 	struct cg_cond turn_cv, timer_cv;
 	int submitting;              /* depth of the turn's holder */
 	pthread_t submitter;
-	uint64_t seq;                /* engine entries, for the hold timer */
+	uint64_t seq;                /* engine entries but the fast path's, for the hold timer */
 	uint64_t epoch;              /* work enqueued other than by replays */
 	uint64_t segno;
 	enum cg_mode mode;
@@ -49,7 +49,8 @@ static struct {
 	struct cg_seg held;
 	uint8_t *dirty;
 	uint8_t *lazy;               /* held ops not written out: lazy_src's op with its expected values */
-	size_t dirty_cap, nlazy;
+	size_t dirty_cap;
+	size_t nwritten;             /* held ops written out; the others are lazy */
 	uint64_t nfast;              /* ops the fast path held, not yet in cg_stats */
 	struct cg_tmpl *lazy_src;
 	struct cg_tmpl *cand[CG_MAX_CAND];
@@ -226,7 +227,7 @@ static void cg_defer_clear(void)
 	E.timing = 0;
 	E.defer_ns = 0;
 	E.nev = 0;
-	E.nlazy = 0;
+	E.nwritten = 0;
 	cg_stat_add(ops_total, E.nfast);
 	E.nfast = 0;
 }
@@ -478,7 +479,7 @@ static inline int cg_dirty_reserve(size_t n)
 /* Writes out the held ops the fast path left implicit. */
 static void cg_held_materialize(void)
 {
-	if (cg_likely(!E.nlazy))
+	if (cg_likely(E.nwritten == E.held.n))
 		return;
 	for (size_t i = 0; i < E.held.n; i++)
 		if (E.lazy[i]) {
@@ -487,7 +488,16 @@ static void cg_held_materialize(void)
 			h->u.k.params = E.expect_vals[i].u.k.params;
 			E.lazy[i] = 0;
 		}
-	E.nlazy = 0;
+	E.nwritten = E.held.n;
+}
+
+/* Takes the last held op back (it was written out): it runs eagerly. */
+static void cg_held_drop_last(void)
+{
+	size_t pos = --E.held.n;
+	E.nwritten--;
+	E.lazy[pos] = 1;
+	E.dirty[pos] = 0;
 }
 
 static void cg_timer_wake(void);
@@ -513,6 +523,7 @@ static int cg_defer_push(struct cg_op *op, CUevent *wait)
 	}
 	E.dirty[pos] = (uint8_t)(differs || !exp);
 	E.lazy[pos] = 0;
+	E.nwritten++;
 	E.mode = CG_DEFER;
 	struct cg_op *h = &E.held.ops[pos];
 	h->shape = E.cand[0]->ops[pos].shape; /* one shape, which the candidates share */
@@ -520,7 +531,7 @@ static int cg_defer_push(struct cg_op *op, CUevent *wait)
 	 * no template here, is not held: the work before it goes out, then it
 	 * runs as the program called it. */
 	if ((h->kind == CG_OP_KERNEL && E.dirty[pos] && cg_hostmem_hit(h->u.k.params, h->nbytes))) {
-		E.held.n--;
+		cg_held_drop_last();
 		cg_count_fallback(CG_WHY_HOST_MEMORY);
 		cg_resolve(0, 0);
 		return 0;
@@ -537,7 +548,7 @@ static int cg_defer_push(struct cg_op *op, CUevent *wait)
 	}
 	int done = E.complete && E.complete->n == E.held.n;
 	if ((op->flags & CG_F_HOST_WAITS) && !(done && !longer)) {
-		E.held.n--;
+		cg_held_drop_last();
 		cg_resolve(0, 0);
 		return 0;
 	}
@@ -603,9 +614,7 @@ static inline __attribute__((always_inline)) int cg_hold_fast(struct cg_op *op)
 	op->u.k.ki = x->u.k.ki;
 	if (!cg_params_equal(op, E.expect_vals[pos].u.k.params))
 		return 0;
-	E.dirty[pos] = 0;
-	E.lazy[pos] = 1;
-	E.nlazy++;
+	/* E.lazy[pos] is 1 and E.dirty[pos] 0 from the start (cg_try_start). */
 	E.nfast++; /* counted in cg_stats when the held work ends */
 	E.held.n = pos + 1;
 	if (cg_unlikely(pos + 1 == t->n))
@@ -634,6 +643,9 @@ static int cg_try_start(struct cg_op *op, CUevent *wait)
 		E.ncand = 0;
 		return 0;
 	}
+	/* Held ops are implicit (the template's, with its values) until written. */
+	memset(E.lazy, 1, E.cand[0]->n);
+	memset(E.dirty, 0, E.cand[0]->n);
 	E.expect_src = E.cand[0];
 	E.expect_vals = cg_graph_expect(E.cand[0], 0);
 	E.lazy_src = E.cand[0];
@@ -748,6 +760,7 @@ static int cg_fast_held(struct cg_op *op)
 /* cg_engine_op past its fast path, with the lock held. */
 static __attribute__((noinline)) int cg_engine_op_slow(struct cg_op *op)
 {
+	E.seq++;
 	if (E.timing && cg_fast_ok(op)) {
 		/* A replay sampled for its host time counts the held calls'. */
 		uint64_t t0 = cg_now_ns();
@@ -794,7 +807,6 @@ static __attribute__((noinline)) int cg_engine_op_slow(struct cg_op *op)
 int cg_engine_op(struct cg_op *op)
 {
 	cg_lock_take(&E.mu);
-	E.seq++;
 	/* The path of most held launches: a kernel the only candidate expects. */
 	if (cg_likely(cg_fast_ok(op) && !E.timing) && cg_hold_fast(op))
 		return cg_fast_held(op);
@@ -980,12 +992,13 @@ static void *cg_timer_main(void *arg)
 			idle_since = cg_now_ns();
 			continue;
 		}
-		uint64_t seq = E.seq, hold = (uint64_t)cg_opt.max_hold_us * 1000, t0 = cg_now_ns();
+		/* The fast path only adds held ops: it leaves seq alone. */
+		uint64_t seq = E.seq, nheld = E.held.n, hold = (uint64_t)cg_opt.max_hold_us * 1000, t0 = cg_now_ns();
 		/* Wakes at the hold's end (a wake-up before it is a deferral
 		 * starting, which changes nothing here). */
 		while (cg_now_ns() - t0 < hold)
 			cg_cond_wait(&E.timer_cv, &E.mu, hold - (cg_now_ns() - t0));
-		if (E.mode == CG_DEFER && E.held.n && E.seq == seq && !E.submitting) {
+		if (E.mode == CG_DEFER && E.held.n && E.held.n == nheld && E.seq == seq && !E.submitting) {
 			cg_count_fallback(CG_WHY_HELD_TOO_LONG);
 			cg_resolve(1, 0);
 			idle_since = cg_now_ns();

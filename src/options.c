@@ -157,6 +157,56 @@ static const char *cg_accepted(const struct cg_opt_desc *d)
 	return "";
 }
 
+/* Parses s as the value of d the way cg_options_load reads it; the value is
+ * stored only when store is set. */
+static int cg_opt_parse(const struct cg_opt_desc *d, const char *s, int store)
+{
+	int rc = -EINVAL;
+	switch (d->type) {
+	case CG_OPT_BOOL:
+	case CG_OPT_LEVEL: {
+		int v;
+		rc = d->type == CG_OPT_BOOL ? cg_parse_bool(s, &v) : cg_parse_level(s, &v);
+		if (!rc && store)
+			*(int *)d->value = v;
+		break;
+	}
+	case CG_OPT_PATH:
+		rc = *s ? 0 : -EINVAL;
+		if (!rc && store)
+			*(const char **)d->value = s;
+		break;
+	case CG_OPT_RANGE: {
+		long lo, hi;
+		rc = cg_parse_range(s, &lo, &hi);
+		if (!rc && store) {
+			cg_opt.window_lo = lo;
+			cg_opt.window_hi = hi;
+		}
+		break;
+	}
+	case CG_OPT_COUNT: {
+		long v;
+		rc = cg_parse_count(s, &v);
+		if (!rc && v < d->min)
+			rc = -ERANGE;
+		if (!rc && store)
+			*(long *)d->value = v;
+		break;
+	}
+	}
+	return rc;
+}
+
+/* "expected ..." for a value of d that is not accepted. */
+static void cg_opt_expected(const struct cg_opt_desc *d, char *msg, size_t size)
+{
+	char at_least[48] = "";
+	if (d->type == CG_OPT_COUNT && d->min > 0)
+		snprintf(at_least, sizeof at_least, ", at least %ld", d->min);
+	snprintf(msg, size, "expected %s%s", cg_accepted(d), at_least);
+}
+
 int cg_options_load(void)
 {
 	int bad = 0;
@@ -165,35 +215,11 @@ int cg_options_load(void)
 		const char *s = getenv(d->name);
 		if (!s)
 			continue;
-		int rc = -EINVAL;
-		switch (d->type) {
-		case CG_OPT_BOOL: rc = cg_parse_bool(s, d->value); break;
-		case CG_OPT_LEVEL: rc = cg_parse_level(s, d->value); break;
-		case CG_OPT_PATH:
-			rc = *s ? 0 : -EINVAL;
-			if (!rc)
-				*(const char **)d->value = s;
-			break;
-		case CG_OPT_RANGE:
-			rc = cg_parse_range(s, &cg_opt.window_lo, &cg_opt.window_hi);
-			break;
-		case CG_OPT_COUNT: {
-			long v;
-			rc = cg_parse_count(s, &v);
-			if (!rc && v < d->min)
-				rc = -ERANGE;
-			if (!rc)
-				*(long *)d->value = v;
-			break;
-		}
-		}
-		if (rc) {
-			char at_least[48] = "";
-			if (d->type == CG_OPT_COUNT && d->min > 0)
-				snprintf(at_least, sizeof at_least, ", at least %ld", d->min);
-			cg_log(CG_LOG_ERROR, CG_FAULT_PROGRAM,
-			       "%s='%s' is not accepted: expected %s%s; cgraft runs in pass-through",
-			       d->name, s, cg_accepted(d), at_least);
+		if (cg_opt_parse(d, s, 1)) {
+			char expected[160];
+			cg_opt_expected(d, expected, sizeof expected);
+			cg_log(CG_LOG_ERROR, CG_FAULT_PROGRAM, "%s='%s' is not accepted: %s; cgraft runs in pass-through",
+			       d->name, s, expected);
 			bad = 1;
 		}
 	}
@@ -209,4 +235,50 @@ void cg_options_describe(FILE *f, int markdown)
 	for (size_t i = 0; i < sizeof cg_opt_table / sizeof cg_opt_table[0]; i++)
 		fprintf(f, markdown ? "| `%s` | %s | %s |\n" : "%s (default %s): %s\n", cg_opt_table[i].name,
 			cg_opt_table[i].deflt, cg_opt_table[i].what);
+}
+
+size_t cg_options_count(void)
+{
+	return sizeof cg_opt_table / sizeof cg_opt_table[0];
+}
+
+int cg_options_info(size_t i, struct cg_option_info *info)
+{
+	static const char *const metavar[] = {
+		[CG_OPT_BOOL] = NULL, [CG_OPT_COUNT] = "N", [CG_OPT_LEVEL] = "LEVEL",
+		[CG_OPT_PATH] = "FILE", [CG_OPT_RANGE] = "FIRST:LAST",
+	};
+	if (i >= cg_options_count())
+		return -ENOENT;
+	const struct cg_opt_desc *d = &cg_opt_table[i];
+	info->name = d->name;
+	info->deflt = d->deflt;
+	info->what = d->what;
+	info->accepted = cg_accepted(d);
+	info->metavar = metavar[d->type];
+	return 0;
+}
+
+int cg_options_find(const char *name)
+{
+	for (size_t i = 0; i < cg_options_count(); i++)
+		if (!strcmp(cg_opt_table[i].name, name))
+			return (int)i;
+	return -ENOENT;
+}
+
+int cg_options_check(const char *name, const char *value, char *msg, size_t size)
+{
+	int i = cg_options_find(name);
+	if (i < 0) {
+		snprintf(msg, size, "%s is not an option of cgraft", name);
+		return -ENOENT;
+	}
+	if (cg_opt_parse(&cg_opt_table[i], value, 0)) {
+		cg_opt_expected(&cg_opt_table[i], msg, size);
+		return -EINVAL;
+	}
+	if (size)
+		msg[0] = 0;
+	return 0;
 }

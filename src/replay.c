@@ -20,6 +20,7 @@ struct cg_variant {
 	struct cg_op *vals;   /* values as last applied */
 	uint64_t *vh;         /* per node, the hash of vals */
 	int stage;            /* staging buffer its copy nodes read */
+	size_t dev_bytes;     /* device memory its instantiation took, as far as seen */
 	int next;             /* the variant launched after this one, last time */
 };
 
@@ -331,8 +332,17 @@ static int cg_instantiate(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 			  const struct cg_vals *vals)
 {
 	uint64_t t0 = cg_now_ns();
+	/* What an exec holds on the device is not told: the free memory it
+	 * took is (another thread's allocation meanwhile would count too). */
+	size_t free0 = 0, free1 = 0, total = 0;
+	int seen = CG_BK(mem_get_info, &free0, &total) == CUDA_SUCCESS;
 	CUresult e = CG_BK(graph_instantiate, &v->exec, g->graph, 0);
 	cg_stat_add(instantiate_ns, cg_now_ns() - t0);
+	v->dev_bytes = 0;
+	if (e == CUDA_SUCCESS && seen && CG_BK(mem_get_info, &free1, &total) == CUDA_SUCCESS && free1 < free0) {
+		v->dev_bytes = free0 - free1;
+		cg_stat_add(held_bytes_device, v->dev_bytes);
+	}
 	if (e != CUDA_SUCCESS) {
 		cg_log_capped(CG_LOG_WARN, CG_FAULT_DRIVER,
 			      "graph instantiation failed (error %d): that stretch stays eager", (int)e);
@@ -342,6 +352,7 @@ static int cg_instantiate(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 	v->next = -1;
 	if (cg_vals_alloc(v, t) || (vals && cg_update_all(g, t, v, vals))) {
 		CG_BK(exec_destroy, v->exec);
+		cg_stat_add(held_bytes_device, -(unsigned long long)v->dev_bytes);
 		free(v->vals);
 		v->vals = NULL;
 		return -EIO;
@@ -401,8 +412,10 @@ void cg_graph_destroy(struct cg_graph *g)
 {
 	if (!g)
 		return;
-	for (int i = 0; i < g->nvar; i++)
+	for (int i = 0; i < g->nvar; i++) {
 		CG_BK(exec_destroy, g->var[i].exec);
+		cg_stat_add(held_bytes_device, -(unsigned long long)g->var[i].dev_bytes);
+	}
 	if (g->graph)
 		CG_BK(graph_destroy, g->graph);
 	for (int i = 0; g->fork && i + 1 < g->dag.nstreams; i++)
