@@ -12,8 +12,9 @@ __global__ void k_axpb(float *y, const float *x, int n, float a, float b) {
 static void usage() {
     fprintf(stderr,
             "usage: chain [--mode eager|graph] [--k K] [--n N] [--iters I] [--repeats R]\n"
-            "             [--warmup W] [--sync-every S] [--scalar-changes]\n"
-            "  --sync-every S: cudaStreamSynchronize after every S-th iteration (0: only at the end)\n");
+            "             [--warmup W] [--sync-every S] [--scalar-changes] [--identical]\n"
+            "  --sync-every S: cudaStreamSynchronize after every S-th iteration (0: only at the end)\n"
+            "  --identical: the K kernels all take the same arguments (a loop of one launch)\n");
 }
 
 int main(int argc, char **argv) {
@@ -27,6 +28,7 @@ int main(int argc, char **argv) {
     int n = (int)a.num("--n", 4096);
     long sync_every = a.num("--sync-every", 1);
     bool scalar_changes = a.flag("--scalar-changes");
+    bool identical = a.flag("--identical");
     TimingPlan plan = TimingPlan::from(a, 20, 7, 50);
     a.finish();
     if (k < 1 || n < 1 || sync_every < 0) {
@@ -39,6 +41,10 @@ int main(int argc, char **argv) {
     for (int j = 0; j < k; j++) {
         as[j] = r.uni(0.5f, 0.99f);
         bs[j] = r.uni(-1.0f, 1.0f);
+        if (identical && j > 0) {
+            as[j] = as[0];
+            bs[j] = bs[0];
+        }
     }
     float *y = upload_random(n, 1, -1.0f, 1.0f);
     float *x = upload_random(n, 2, -1.0f, 1.0f);
@@ -99,8 +105,8 @@ int main(int argc, char **argv) {
     Digest d;
     d.add_device(y, n * sizeof(float));
     char name[64];
-    snprintf(name, sizeof name, "chain k=%d n=%d iters=%ld%s", k, n, plan.total(),
-             scalar_changes ? " scalar" : "");
+    snprintf(name, sizeof name, "chain k=%d n=%d iters=%ld%s%s", k, n, plan.total(),
+             scalar_changes ? " scalar" : "", identical ? " identical" : "");
     print_result(name, d, {read_device_float(y, 0), read_device_float(y, n - 1)});
 
     if (exec) CK(cudaGraphExecDestroy(exec));

@@ -235,24 +235,28 @@ struct TimingPlan {
 };
 
 // Runs body(global_iteration) warmup + repeats*iters times and prints
-// "TIME us_per_iter=<median> min=<> max=<> repeats=<> iters=<>" on stderr.
+// "TIME us_per_iter=<median> min=<> max=<> repeats=<> iters=<> host_us_per_iter=<>"
+// on stderr; host_us_per_iter is the median time the loop itself took, before
+// its final synchronisation: the host's cost of submitting an iteration where
+// the device keeps up (with a queue deep enough, it never waits).
 // The iteration index runs on across repeats, so the final state (and hash)
 // depends only on total(), never on how it was split.
 template <class F> static double run_timed(const TimingPlan &p, F body) {
     long it = 0;
     for (long i = 0; i < p.warmup; i++) body(it++);
-    std::vector<double> per_iter;
+    std::vector<double> per_iter, host;
     for (long r = 0; r < p.repeats; r++) {
         CK(cudaDeviceSynchronize());
         double t0 = now_us();
         for (long i = 0; i < p.iters; i++) body(it++);
+        host.push_back((now_us() - t0) / (double)p.iters);
         CK(cudaDeviceSynchronize());
         per_iter.push_back((now_us() - t0) / (double)p.iters);
     }
     double med = median(per_iter);
-    fprintf(stderr, "TIME us_per_iter=%.3f min=%.3f max=%.3f repeats=%ld iters=%ld\n", med,
+    fprintf(stderr, "TIME us_per_iter=%.3f min=%.3f max=%.3f repeats=%ld iters=%ld host_us_per_iter=%.3f\n", med,
             *std::min_element(per_iter.begin(), per_iter.end()),
-            *std::max_element(per_iter.begin(), per_iter.end()), p.repeats, p.iters);
+            *std::max_element(per_iter.begin(), per_iter.end()), p.repeats, p.iters, median(host));
     return med;
 }
 

@@ -56,21 +56,42 @@ def table(res):
                      f"| {fmt_x(r.get('speedup'))} | {fmt(r.get('vs_graph'), '.2f')} "
                      f"| {fmt_share(r.get('replay_share'))} | {fmt(None if ot is None else ot / 1000, '.2f')} "
                      f"| {fmt_payback(r)} | {fmt_match(r.get('output_match'))} |")
+    hot = [r for r in res.get("rows", []) if r.get("host_us_per_kernel") is not None
+           or r.get("held_host_bytes") is not None or r.get("held_device_bytes") is not None]
+    if hot:
+        lines += ["", "## Host time per deferred kernel, and memory cgraft holds", "",
+                  "*host µs/kernel*: the median time the timed loop took before its final synchronisation "
+                  "under cgraft, per kernel launched (the GPU keeps up, so this is the host's cost of a "
+                  "deferred launch, graph launches included). *held*: pinned staging and arenas on the "
+                  "host, and the device memory the graph instantiations took (free memory before and "
+                  "after), at exit.", "",
+                  "| workload | host µs/kernel | vs graph | held host KiB | held device KiB |",
+                  "| --- | ---: | ---: | ---: | ---: |"]
+        kib = lambda b: None if b is None else b / 1024  # noqa: E731
+        for r in hot:
+            lines.append(f"| {r['name']} | {fmt(r.get('host_us_per_kernel'), '.3f')} | "
+                         f"{fmt(r.get('vs_graph'), '.2f')} | {fmt(kib(r.get('held_host_bytes')), '.0f')} | "
+                         f"{fmt(kib(r.get('held_device_bytes')), '.0f')} |")
     ab = [r for r in res.get("rows", []) if r.get("ab")]
     if ab:
         lines += ["", "## PyTorch, cgraft off and on within one process", "",
-                  "One process per model under cgraft, 40 blocks of 10 steps, cgraft switched off "
+                  "One process per model under cgraft, 38 blocks of 10 steps, cgraft switched off "
                   "(`cgraft_set_enabled(0)`: every call passes through, as eager) and on in the order "
                   "off, on, on, off, ...; medians per step, and the quartiles of the ratios of "
                   "neighbouring blocks. Unlike the rows above, the host's drift between processes "
                   "does not enter.", "",
-                  "| workload | cgraft off µs | cgraft on µs | speedup | neighbouring blocks, quartiles |",
-                  "| --- | ---: | ---: | ---: | --- |"]
+                  "*T_calls* is the host time the eager CUDA calls themselves take per step "
+                  "(`cgraft_call_time_ns`, in extra eager blocks); *saved* = (off − on) / T_calls, the "
+                  "share of what an interposer can save at most.", "",
+                  "| workload | cgraft off µs | cgraft on µs | speedup | neighbouring blocks, quartiles "
+                  "| T_calls µs | saved |",
+                  "| --- | ---: | ---: | ---: | --- | ---: | ---: |"]
         for r in ab:
             a = r["ab"]
             lines.append(f"| {r['name']} | {fmt(a.get('ab_eager_us'))} | {fmt(a.get('ab_cgraft_us'))} "
                          f"| {fmt_x(a.get('ab_ratio'))} | {fmt(a.get('ab_pair_lo'), '.2f')}–"
-                         f"{fmt(a.get('ab_pair_hi'), '.2f')} ({fmt(a.get('pairs'), '.0f')} pairs) |")
+                         f"{fmt(a.get('ab_pair_hi'), '.2f')} ({fmt(a.get('pairs'), '.0f')} pairs) "
+                         f"| {fmt(a.get('ab_tcalls_us'))} | {fmt_share(a.get('ab_saved_share'))} |")
     pt = res.get("passthrough")
     if pt:
         lines += ["", "## Interception cost per call (same binary)", "",

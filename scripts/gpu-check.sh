@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # scripts/gpu-check.sh: the one command for the GPU machine: build, GPU test suite, PyTorch
-# losses bare vs under cgraft, then the benchmark; logs under $OUT (else ./gpu-out).
+# losses bare vs under cgraft, HF decoding, the corpus, then the benchmark; logs under
+# $OUT (else ./gpu-out).
 #
 # Fits in 9 minutes: every step has a time limit and the benchmark gets what is left.
-# GPU_CHECK_ONLY=tests (build, GPU suite, PyTorch losses) or bench (build, benchmark)
-# splits it in two calls of up to 9 minutes each; the second reuses the build.
+# GPU_CHECK_ONLY=tests (build, GPU suite, PyTorch, HF decoding, corpus) or bench (build,
+# benchmark, profile) splits it in two calls of up to 9 minutes each; the second
+# reuses the build. GPU_CHECK_SKIP="corpus hf ..." leaves steps out.
 set -u
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -24,6 +26,8 @@ esac
 
 SUMMARY=()
 FAILED=0
+SKIP_STEPS=" ${GPU_CHECK_SKIP:-} "
+skipped() { case $SKIP_STEPS in *" $1 "*) return 0 ;; esac; return 1; }
 elapsed() { echo $(( $(date +%s) - T0 )); }
 left() { echo $(( TOTAL_S - $(elapsed) )); }
 note() { printf '[%4ss] %s\n' "$(elapsed)" "$*"; }
@@ -118,15 +122,15 @@ torch_check() {
         local sd="$OUT/torch/$m.stats"
         rm -rf "$sd"
         mkdir -p "$sd"
-        env -u LD_PRELOAD timeout 90 "$PY" scripts/torch_train.py --model "$m" --steps 50 \
+        env -u LD_PRELOAD timeout 90 "$PY" scripts/torch_train.py --model "$m" --steps 60 \
             --out "$OUT/torch/$m.bare.txt" >"$OUT/torch/$m.bare.out" 2>"$OUT/torch/$m.bare.err"
         local rb=$?
         LD_PRELOAD=$LIB CGRAFT_ENABLE=1 CGRAFT_REPORT=1 CGRAFT_STATS="$sd/stats.%p.json" timeout 90 "$PY" scripts/torch_train.py \
-            --model "$m" --steps 50 --out "$OUT/torch/$m.cgraft.txt" \
+            --model "$m" --steps 60 --out "$OUT/torch/$m.cgraft.txt" \
             >"$OUT/torch/$m.cgraft.out" 2>"$OUT/torch/$m.cgraft.err"
         local rcg=$?
         # cgraft switched off and on between blocks of steps, in one process.
-        LD_PRELOAD=$LIB CGRAFT_ENABLE=1 timeout 90 "$PY" scripts/torch_train.py --model "$m" --steps 50 --ab \
+        LD_PRELOAD=$LIB CGRAFT_ENABLE=1 timeout 90 "$PY" scripts/torch_train.py --model "$m" --steps 60 --ab \
             --out "$OUT/torch/$m.ab.txt" >"$OUT/torch/$m.ab.out" 2>"$OUT/torch/$m.ab.err"
         local rab=$?
         local share
@@ -148,10 +152,68 @@ EOF
             rc=1
         elif cmp -s "$OUT/torch/$m.bare.txt" "$OUT/torch/$m.cgraft.txt" &&
              cmp -s "$OUT/torch/$m.bare.txt" "$OUT/torch/$m.ab.txt"; then
-            echo "PASS $m: 50 losses identical, also with cgraft switched off and on; $share"
+            echo "PASS $m: 60 losses identical, also with cgraft switched off and on; $share; $(grep -ho 'ab_ratio=[^ ]*\|ab_saved_share=[^ ]*' "$OUT/torch/$m.ab.err" | tr '\n' ' ')"
         else
-            echo "FAIL $m: losses differ (cgraft $(diff "$OUT/torch/$m.bare.txt" "$OUT/torch/$m.cgraft.txt" | grep -c '^<'), switched $(diff "$OUT/torch/$m.bare.txt" "$OUT/torch/$m.ab.txt" | grep -c '^<') of 50); $share"
+            echo "FAIL $m: losses differ (cgraft $(diff "$OUT/torch/$m.bare.txt" "$OUT/torch/$m.cgraft.txt" | grep -c '^<'), switched $(diff "$OUT/torch/$m.bare.txt" "$OUT/torch/$m.ab.txt" | grep -c '^<') of 60); $share"
             rc=1
+        fi
+    done
+    return $rc
+}
+
+# HF transformers greedy decoding, static and dynamic cache, cgraft switched off and on
+# between generate() calls in one process: tokens identical, replayed share, speed-up,
+# and the share of the eager calls' own time saved. A crash gets its Python and native
+# stacks (faulthandler, and gdb or cuda-gdb where there is one).
+hf_check() {
+    mkdir -p "$OUT/hf"
+    if ! "$PY" -c 'import transformers' >/dev/null 2>&1; then
+        echo "SKIP transformers not importable"
+        return 0
+    fi
+    local rc=0 cache
+    for cache in static dynamic; do
+        if [ "$(left)" -lt 200 ]; then
+            echo "FAIL $cache: not run, $(left) s left"
+            rc=1
+            continue
+        fi
+        local sd="$OUT/hf/$cache.stats"
+        rm -rf "$sd"
+        mkdir -p "$sd"
+        LD_PRELOAD=$LIB CGRAFT_ENABLE=1 CGRAFT_REPORT=1 CGRAFT_STATS="$sd/stats.%p.json" timeout 150 \
+            "$PY" -X faulthandler scripts/hf_decode.py --cache "$cache" --tokens 48 --rounds 8 \
+            --out "$OUT/hf/$cache.tokens.txt" >"$OUT/hf/$cache.out" 2>"$OUT/hf/$cache.err"
+        local r=$?
+        local share
+        share=$("$PY" - "$sd" <<'EOF2'
+import glob, json, sys
+rep = tot = div = 0
+for p in glob.glob(sys.argv[1] + "/*.json"):
+    try:
+        d = json.load(open(p))
+    except (OSError, ValueError):
+        continue
+    rep += d.get("ops_replayed", 0); tot += d.get("ops_total", 0); div += d.get("divergences", 0)
+print(f"replayed {100 * rep / tot:.1f}% ({rep}/{tot} ops, {div} divergences)" if tot else "no stats")
+EOF2
+)
+        local tm
+        tm=$(grep -h '^TIME' "$OUT/hf/$cache.err" | cut -c6-)
+        if [ $r -eq 0 ]; then
+            echo "PASS $cache: tokens identical off and on; $share; $tm"
+        else
+            echo "FAIL $cache: rc=$r; $share; $tm"
+            tail -30 "$OUT/hf/$cache.err"
+            rc=1
+            local gdb
+            gdb=$(command -v gdb || command -v cuda-gdb || true)
+            if [ $r -ge 128 ] && [ -n "$gdb" ]; then
+                timeout 200 "$gdb" -batch -ex "set environment LD_PRELOAD $LIB" -ex run -ex bt \
+                    --args "$PY" scripts/hf_decode.py --cache "$cache" --tokens 48 --rounds 2 \
+                    >"$OUT/hf/$cache.gdb.txt" 2>&1
+                grep -A30 'SIG' "$OUT/hf/$cache.gdb.txt" | head -40
+            fi
         fi
     done
     return $rc
@@ -235,6 +297,21 @@ elif [ $build_ok = 1 ]; then
         record torch-losses FAIL $(( $(date +%s) - t )) "$(grep -h '^FAIL' "$OUT/torch.log" | cut -c6- | tr '\n' ' ')"
     fi
     note "torch check done"
+    if skipped hf; then
+        note "HF decoding not run (GPU_CHECK_SKIP)"
+    else
+        t_hf=$(date +%s)
+        hf_check >"$OUT/hf.log" 2>&1
+        hf_rc=$?
+        if grep -q '^SKIP' "$OUT/hf.log"; then
+            record hf-decode SKIP $(( $(date +%s) - t_hf )) "transformers not importable"
+        elif [ $hf_rc -eq 0 ]; then
+            record hf-decode PASS $(( $(date +%s) - t_hf )) "$(grep -h '^PASS' "$OUT/hf.log" | cut -c6- | tr '\n' ' ')"
+        else
+            record hf-decode FAIL $(( $(date +%s) - t_hf )) "$(grep -h '^FAIL' "$OUT/hf.log" | cut -c6- | tr '\n' ' ')"
+        fi
+        note "HF decoding done"
+    fi
     wait "$TESTS_PID"
     tests_rc=$?
     last=$(tail -2 "$OUT/gpu-tests.log" | tr '\n' ' ')

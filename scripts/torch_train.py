@@ -11,7 +11,9 @@ points are the timing synchronisations. Prints "TIME us_per_step=..." on stderr
 cgraft switched off (cgraft_set_enabled(0): every call passes through, as eager)
 and on, in the order off, on, on, off, ...; prints "TIME ab_eager_us=...
 ab_cgraft_us=... ab_ratio=..." with the range of the ratios of neighbouring
-blocks. The host's speed drifts between processes more than launches cost, and
+blocks, and ab_tcalls_us, the host time the eager CUDA calls themselves take
+per step (cgraft_call_time_ns() over two more eager blocks), with
+ab_saved_share = (eager - cgraft) / tcalls. The host's speed drifts between processes more than launches cost, and
 a comparison within one process cancels most of that.
 """
 import argparse
@@ -117,6 +119,9 @@ def main():
             return 64
         set_enabled.argtypes = [ctypes.c_int]
         set_enabled.restype = ctypes.c_int
+        call_ns = ctypes.CDLL(None).cgraft_call_time_ns
+        call_ns.argtypes = [ctypes.c_int]
+        call_ns.restype = ctypes.c_ulonglong
         if a.graph:
             print("torch_train: --ab and --graph exclude each other", file=sys.stderr)
             return 64
@@ -188,7 +193,8 @@ def main():
         per_step = []
         by_mode = {0: [], 1: []}
         torch.cuda.synchronize()
-        while step + a.block <= a.steps:
+        reserve = 2 * a.block if set_enabled else 0  # for the calls' own time, below
+        while step + a.block <= a.steps - reserve:
             if set_enabled:
                 on = (0, 1, 1, 0)[len(per_step) % 4]
                 set_enabled(on)
@@ -200,7 +206,20 @@ def main():
             per_step.append((time.perf_counter() - t0) * 1e6 / a.block)
             if set_enabled:
                 by_mode[on].append(per_step[-1])
+        tcalls = []
         if set_enabled:
+            # The eager calls' own host time per step, in blocks of their
+            # own: timing costs two clock reads a call.
+            set_enabled(0)
+            for _ in range(2):
+                if step + a.block > a.steps:
+                    break
+                t0 = call_ns(1)
+                for _ in range(a.block):
+                    run_step(step)
+                    step += 1
+                torch.cuda.synchronize()
+                tcalls.append((call_ns(0) - t0) / 1e3 / a.block)
             set_enabled(1)
         while step < a.steps:
             run_step(step)
@@ -222,7 +241,9 @@ def main():
         print(f"TIME ab_eager_us={statistics.median(off):.3f} ab_cgraft_us={statistics.median(on):.3f} "
               f"ab_ratio={statistics.median(off) / statistics.median(on):.4f} "
               f"ab_pair_lo={ratios[len(ratios) // 4]:.4f} ab_pair_hi={ratios[(3 * len(ratios)) // 4]:.4f} "
-              f"pairs={len(ratios)}", file=sys.stderr)
+              f"pairs={len(ratios)}" + (f" ab_tcalls_us={statistics.median(tcalls):.3f} "
+                                        f"ab_saved_share={(statistics.median(off) - statistics.median(on)) / statistics.median(tcalls):.3f}"
+                                        if tcalls else ""), file=sys.stderr)
     return 0
 
 
