@@ -530,7 +530,7 @@ static int cg_defer_push(struct cg_op *op, CUevent *wait)
 	/* A kernel given host memory the host may poll, or a read-back that ends
 	 * no template here, is not held: the work before it goes out, then it
 	 * runs as the program called it. */
-	if ((h->kind == CG_OP_KERNEL && E.dirty[pos] && cg_hostmem_hit(h->u.k.params, h->nbytes))) {
+	if (E.dirty[pos] && cg_hostmem_hit(h)) {
 		cg_held_drop_last();
 		cg_count_fallback(CG_WHY_HOST_MEMORY);
 		cg_resolve(0, 0);
@@ -871,7 +871,7 @@ void cg_engine_op_done(struct cg_op *op, int ok)
 	/* A failed call is the program's to see; cgraft keeps nothing of it. */
 	int keep = ok && cg_seg_push(&E.run, op, 0, NULL, NULL) == 0;
 	const struct cg_op *r = keep ? &E.run.ops[n] : NULL;
-	if (r && r->kind == CG_OP_KERNEL && cg_hostmem_hit(r->u.k.params, r->nbytes)) {
+	if (r && cg_hostmem_hit(r)) {
 		cg_count_fallback(CG_WHY_HOST_MEMORY);
 		keep = 0;
 	}

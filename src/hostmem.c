@@ -93,34 +93,60 @@ static int cg_in_ranges(uintptr_t a)
 	return 0;
 }
 
-/* cgraft packs a kernel's parameters without padding (segment.c): after a
- * 4-, 2- or 1-byte parameter a pointer sits at any offset, so every 8 bytes
- * are read, at every offset. */
-int cg_hostmem_hit(const uint8_t *params, size_t nbytes)
+/* The 8 bytes of a kernel op's parameters that may hold an address, each
+ * given to f until it returns non-zero. cgraft packs parameters without
+ * padding (segment.c), so a parameter starts at any offset; an address is a
+ * parameter of 8 bytes, or lies 8-aligned inside a parameter whose size is
+ * a multiple of 8 (a struct holding one is 8-aligned). A packed buffer is
+ * the driver's layout: addresses 8-aligned in it. Without a layout, every
+ * offset is read. */
+static inline int cg_each_word(const struct cg_op *op, int (*f)(uint64_t w, const void *c), const void *c)
 {
-	if (!atomic_load_explicit(&cg_hm_any, memory_order_relaxed))
+	const uint8_t *p = op->u.k.params;
+	const struct cg_kinfo *ki = op->u.k.ki;
+	uint64_t w;
+	if (!p)
 		return 0;
-	int hit = 0;
-	pthread_rwlock_rdlock(&cg_hm_lock);
-	for (size_t b = 0; b + 8 <= nbytes && !hit; b++) {
-		uint64_t w;
-		memcpy(&w, params + b, 8);
-		size_t bit = cg_granule_bit((uintptr_t)w);
-		if (cg_hm_filter[bit / 64] >> (bit % 64) & 1)
-			hit = cg_in_ranges((uintptr_t)w);
+	if ((op->flags & CG_F_PACKED) || !ki) {
+		size_t step = ki ? 8 : 1;
+		for (size_t b = 0; b + 8 <= op->nbytes; b += step)
+			if (memcpy(&w, p + b, 8), f(w, c))
+				return 1;
+		return 0;
 	}
+	for (uint32_t i = 0, off = 0; i < ki->nparams && off < op->nbytes; off += ki->size[i], i++)
+		if (ki->size[i] % 8 == 0)
+			for (uint32_t b = 0; b < ki->size[i] && off + b + 8 <= op->nbytes; b += 8)
+				if (memcpy(&w, p + off + b, 8), f(w, c))
+					return 1;
+	return 0;
+}
+
+static int cg_word_host(uint64_t w, const void *c)
+{
+	(void)c;
+	size_t bit = cg_granule_bit((uintptr_t)w);
+	return (cg_hm_filter[bit / 64] >> (bit % 64) & 1) && cg_in_ranges((uintptr_t)w);
+}
+
+int cg_hostmem_hit(const struct cg_op *op)
+{
+	if (op->kind != CG_OP_KERNEL || !atomic_load_explicit(&cg_hm_any, memory_order_relaxed))
+		return 0;
+	pthread_rwlock_rdlock(&cg_hm_lock);
+	int hit = cg_each_word(op, cg_word_host, NULL);
 	pthread_rwlock_unlock(&cg_hm_lock);
 	return hit;
 }
 
-int cg_params_reach(const uint8_t *params, size_t nbytes, const void *p, size_t n)
+static int cg_word_in(uint64_t w, const void *c)
 {
-	uintptr_t lo = (uintptr_t)p, hi = lo + n;
-	for (size_t b = 0; b + 8 <= nbytes; b++) {
-		uint64_t w;
-		memcpy(&w, params + b, 8);
-		if (w >= lo && w < hi)
-			return 1;
-	}
-	return 0;
+	const uintptr_t *r = c;
+	return w >= r[0] && w < r[1];
+}
+
+int cg_params_reach(const struct cg_op *op, const void *p, size_t n)
+{
+	const uintptr_t r[2] = { (uintptr_t)p, (uintptr_t)p + n };
+	return op->kind == CG_OP_KERNEL && cg_each_word(op, cg_word_in, r);
 }

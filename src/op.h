@@ -112,10 +112,10 @@ void cg_kinfo_forget_all(void) CG_HIDDEN;
 /* ---- host memory a kernel can reach (hostmem.c) ------------------------- */
 void cg_hostmem_add(const void *p, size_t n) CG_HIDDEN;
 void cg_hostmem_remove(const void *p) CG_HIDDEN;
-/* Whether any 8 bytes of a kernel's parameters point into it. */
-int cg_hostmem_hit(const uint8_t *params, size_t nbytes) CG_HIDDEN;
-/* Whether any 8 bytes of a kernel's parameters point into [p, p + n). */
-int cg_params_reach(const uint8_t *params, size_t nbytes, const void *p, size_t n) CG_HIDDEN;
+/* Whether a kernel op's parameters (cgraft's copy) hold an address in it. */
+int cg_hostmem_hit(const struct cg_op *op) CG_HIDDEN;
+/* Whether a kernel op's parameters hold an address in [p, p + n). */
+int cg_params_reach(const struct cg_op *op, const void *p, size_t n) CG_HIDDEN;
 
 /* ---- normalisers (op.c) -------------------------------------------------- */
 /* Each fills op and returns 0, or a negative errno with *why set when the

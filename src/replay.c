@@ -451,7 +451,7 @@ const struct cg_op *cg_graph_expect(const struct cg_tmpl *t, size_t i)
 static int cg_ops_reach(const struct cg_op *ops, size_t k, const void *p, size_t n)
 {
 	for (size_t i = 0; i < k; i++)
-		if (ops[i].kind == CG_OP_KERNEL && cg_params_reach(ops[i].u.k.params, ops[i].nbytes, p, n))
+		if (cg_params_reach(&ops[i], p, n))
 			return 1;
 	return 0;
 }

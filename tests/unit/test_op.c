@@ -404,28 +404,49 @@ static void test_submit(void **state)
 	cg_seg_free(&seg);
 }
 
-/* cgraft packs parameters without padding: a pointer after a 4-byte or a
- * 1-byte parameter is found at offset 4 or 1, and at the end. */
+/* cgraft packs parameters without padding: an address after a 4-, 2- or
+ * 1-byte parameter is found at that offset; inside a struct, 8-aligned from
+ * the struct's start; in a packed buffer, 8-aligned. */
 static void test_host_memory_at_any_offset(void **state)
 {
 	(void)state;
 	static char host[256];
-	uint8_t p[32];
+	const void *a = host + 100, *dev = (const void *)(uintptr_t)0x7f0000001000ull;
 	cg_hostmem_add(host, sizeof host);
-	for (size_t off = 0; off + 8 <= sizeof p; off++) {
-		memset(p, 0, sizeof p);
-		const void *a = host + 100;
+	static const uint32_t lead[] = { 4, 2, 1 };
+	for (int l = 0; l < 3; l++) {
+		/* (lead) (pointer) (struct of 24: int pair, pointer, pointer) */
+		uint32_t size[3] = { lead[l], 8, 24 };
+		struct cg_kinfo ki = { .nparams = 3, .size = size };
+		uint8_t p[64] = { 0 };
+		uint32_t off = lead[l];
+		struct cg_op op = { .kind = CG_OP_KERNEL, .nbytes = off + 8 + 24 };
+		op.u.k.ki = &ki;
+		op.u.k.params = p;
+		memcpy(p + off, &dev, 8);
+		memcpy(p + off + 8 + 16, &dev, 8);
+		assert_false(cg_hostmem_hit(&op));
 		memcpy(p + off, &a, 8);
-		assert_true(cg_hostmem_hit(p, off + 8));
-		assert_true(cg_params_reach(p, sizeof p, host, sizeof host));
-		assert_false(cg_params_reach(p, sizeof p, host, 100));
+		assert_true(cg_hostmem_hit(&op));
+		assert_true(cg_params_reach(&op, host, sizeof host));
+		assert_false(cg_params_reach(&op, host, 100));
+		memcpy(p + off, &dev, 8);
+		memcpy(p + off + 8 + 16, &a, 8); /* in the struct, at its offset 16 */
+		assert_true(cg_hostmem_hit(&op));
+		memcpy(p + off + 8 + 16, &dev, 8);
+		memcpy(p + off + 8 + 8, &a, 8);
+		assert_true(cg_hostmem_hit(&op));
 	}
-	memset(p, 0, sizeof p);
-	assert_false(cg_hostmem_hit(p, sizeof p));
+	/* A packed buffer, the driver's layout. */
+	uint8_t p[32] = { 0 };
+	memcpy(p + 16, &a, 8);
+	struct cg_kinfo ki = { .nparams = 1, .size = (uint32_t[]){ 32 } };
+	struct cg_op op = { .kind = CG_OP_KERNEL, .flags = CG_F_PACKED, .nbytes = 32 };
+	op.u.k.ki = &ki;
+	op.u.k.params = p;
+	assert_true(cg_hostmem_hit(&op));
 	cg_hostmem_remove(host);
-	const void *a = host;
-	memcpy(p + 4, &a, 8);
-	assert_false(cg_hostmem_hit(p, sizeof p));
+	assert_false(cg_hostmem_hit(&op));
 }
 
 int main(void)
