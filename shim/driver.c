@@ -20,9 +20,13 @@ struct cg_drv_table cg_drv;
 static void **const cg_hand_slot[CG_E_COUNT] = {
 #define CG_RT(kind, name, family, pt, params, args) [CG_E_##name] = (void **)&cg_real.name,
 #define CG_DRV(kind, name, family, query, since, pt, params, args) [CG_E_##name] = (void **)&cg_drv.name,
+#if CG_HAVE_NCCL
+#define CG_NCCL(kind, name, family, params, args) [CG_E_##name] = (void **)&cg_nccl_real.name,
+#endif
 #include "cuda_api.def"
 #undef CG_RT
 #undef CG_DRV
+#undef CG_NCCL
 };
 
 void **cg_hand_slot_of(int entry) CG_HIDDEN;

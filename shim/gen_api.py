@@ -3,7 +3,8 @@
 
 Every runtime and driver function the headers declare (cuda_runtime_api.h,
 cuda.h in its plain, per-thread and legacy forms, cudaTypedefs.h for the ABIs
-cuGetProcAddress hands out) gets an entry. Those that cuda_api.def wraps by
+cuGetProcAddress hands out), and every NCCL one where the toolkit has nccl.h,
+gets an entry. Those that cuda_api.def wraps by
 hand keep their C wrapper; every other one gets a generated trampoline that
 runs its classification (pure, sync or, by default, boundary) and jumps to the
 real function, whatever its signature.
@@ -88,6 +89,14 @@ def header_names(cc, inc):
     return rt, drv, sorted(set(pfn))
 
 
+def nccl_names(cc, inc):
+    """NCCL's functions, where the toolkit ships nccl.h (else none)."""
+    if not os.path.exists(os.path.join(inc, "nccl.h")):
+        return set()
+    t = preprocess(cc, inc, "#include <nccl.h>\n", [])
+    return declared(t, r"^(?:extern )?ncclResult_t\s+(nccl\w+)\s*\(")
+
+
 def read_def(cc, inc, path):
     """The hand-written entries and the classification, through the
     preprocessor so that the list's own helper macros expand."""
@@ -96,9 +105,10 @@ def read_def(cc, inc, path):
         "#define CG_DRV(kind, name, family, query, since, pt, params, args) @@DRV kind name query since pt\n"
         "#define CG_CLASS(kind, pattern) @@CLASS kind #pattern\n"
         "#define CG_EXTRA_RT(kind, name) @@EXTRA kind name\n"
+        "#define CG_NCCL(kind, name, family, params, args) @@NCCL kind name\n"
         f'#include "{os.path.abspath(path)}"\n'
     )
-    hand_rt, hand_drv, classes, extra = [], [], [], []
+    hand_rt, hand_drv, classes, extra, hand_nccl = [], [], [], [], []
     for line in preprocess(cc, inc, text, []).splitlines():
         for chunk in line.split("@@")[1:]:
             w = chunk.split()
@@ -110,10 +120,12 @@ def read_def(cc, inc, path):
                 classes.append((w[1], w[2].strip('"')))
             elif w[0] == "EXTRA":
                 extra.append((w[1], w[2]))
-    for k, *_ in hand_rt + hand_drv + classes + extra:
+            elif w[0] == "NCCL":
+                hand_nccl.append((w[1], w[2]))
+    for k, *_ in hand_rt + hand_drv + classes + extra + hand_nccl:
         if k not in KINDS:
             sys.exit(f"gen_api: unknown kind {k} in {path}")
-    return hand_rt, hand_drv, classes, extra
+    return hand_rt, hand_drv, classes, extra, hand_nccl
 
 
 def classify(name, classes, used):
@@ -134,7 +146,10 @@ def main():
     cc = [w for w in a.cc.split(";") if w]
 
     rt_names, drv_names, pfn = header_names(cc, a.cuda_inc)
-    hand_rt, hand_drv, classes, extra = read_def(cc, a.cuda_inc, a.deffile)
+    nccl = nccl_names(cc, a.cuda_inc)
+    hand_rt, hand_drv, classes, extra, hand_nccl = read_def(cc, a.cuda_inc, a.deffile)
+    if not nccl:
+        hand_nccl = []
     used = set()
     errors = []
 
@@ -154,6 +169,10 @@ def main():
         entries.append((n, n, kind, "RT", n, True))
     for kind, n, q, since, pt in hand_drv:
         entries.append((n, n, kind, "DRV", n, True))
+    for kind, n in hand_nccl:
+        if n not in nccl:
+            errors.append(f"{n}: not declared by nccl.h")
+        entries.append((n, n, kind, "NCCL", n, True))
     n_hand = len(entries)
     for n in sorted(rt_names - hand_rt_names):
         entries.append((n, n, classify(n, classes, used), "RT", n, False))
@@ -163,6 +182,8 @@ def main():
         entries.append((n, n, kind, "RT", n, False))
     for n in sorted(drv_names - hand_drv_names):
         entries.append((n, n, classify(n, classes, used), "DRV", n, False))
+    for n in sorted(nccl - {n for _, n in hand_nccl}):
+        entries.append((n, n, classify(n, classes, used), "NCCL", n, False))
     pfn_first = len(entries)
     for q, ver, pt in pfn:
         tag = f"{q}_v{ver}{'_pt' if pt else ''}"
@@ -170,7 +191,7 @@ def main():
     for i in range(DYN_SLOTS):
         entries.append((f"dyn_{i}", "(newer driver)", "BND", "DYN", None, False))
     for i, (kind, pat) in enumerate(classes):
-        if i not in used:
+        if i not in used and (nccl or not pat.startswith("nccl")):
             errors.append(f"classification pattern {pat} matches no entry point")
     if errors:
         sys.exit("gen_api: " + "\n  ".join(["errors in " + a.deffile] + errors))
@@ -185,12 +206,13 @@ def main():
         f.write(f"#define CG_E_HAND_COUNT {n_hand}\n#define CG_E_FIRST_PFN {pfn_first}\n")
         f.write(f"#define CG_E_FIRST_DYN {len(entries) - DYN_SLOTS}\n#define CG_DYN_SLOTS {DYN_SLOTS}\n")
         f.write(f"#define CG_PROC_COUNT {len(pfn)}\n#define CG_LINK_COUNT {sum(1 for e in entries if e[4])}\n")
+        f.write(f"#define CG_HAVE_NCCL {1 if nccl else 0}\n")
         f.write("\n/* Every entry's address (cg_tramp_gen.S). */\n"
                 "extern void *const cg_entry_addr[CG_E_COUNT] __attribute__((visibility(\"hidden\")));\n")
         f.write("\n#endif\n")
 
     kind_c = {k: "CG_K_" + k for k in KINDS}
-    layer_c = {"RT": "CG_L_RT", "DRV": "CG_L_DRV", "PFN": "CG_L_PFN", "DYN": "CG_L_DYN"}
+    layer_c = {"RT": "CG_L_RT", "DRV": "CG_L_DRV", "PFN": "CG_L_PFN", "DYN": "CG_L_DYN", "NCCL": "CG_L_NCCL"}
     with open(os.path.join(a.out, "cg_api_gen.c"), "w") as f:
         f.write("/* Generated by shim/gen_api.py from the CUDA headers and shim/cuda_api.def. */\n")
         f.write('#include "api.h"\n\n')
@@ -237,8 +259,9 @@ def main():
 
     with open(os.path.join(a.out, "libcgraft.map"), "w") as f:
         f.write("/* Generated by shim/gen_api.py. Runtime entry points carry the runtime's\n"
-                " * version node, so versioned references bind to cgraft; driver ones are\n"
-                " * unversioned, as libcuda.so.1's are; dlsym carries both of glibc's. */\n")
+                " * version node, so versioned references bind to cgraft; driver and NCCL\n"
+                " * ones are unversioned, as libcuda.so.1's and libnccl.so.2's are; dlsym\n"
+                " * carries both of glibc's. */\n")
         f.write("libcudart.so.13 {\n  global:\n")
         for e in entries:
             if e[4] and e[3] == "RT":
@@ -248,7 +271,7 @@ def main():
         f.write("GLIBC_2.34 {\n  global:\n    dlsym;\n} GLIBC_2.2.5;\n")
         f.write("CGRAFT_0 {\n  global:\n    cgraft_set_enabled;\n    cgraft_call_time_ns;\n")
         for e in entries:
-            if e[4] and e[3] == "DRV":
+            if e[4] and e[3] in ("DRV", "NCCL"):
                 f.write(f"    {e[4]};\n")
         f.write("};\n")
     return 0

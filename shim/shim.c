@@ -40,6 +40,18 @@ void *cg_drv_handle(void)
 	return cur;
 }
 
+void *cg_nccl_handle(void)
+{
+	static void *h;
+	void *cur = __atomic_load_n(&h, __ATOMIC_ACQUIRE);
+	if (cur)
+		return cur;
+	cur = cg_dlsym_real(RTLD_NEXT, "ncclGetVersion") ? RTLD_NEXT : dlopen("libnccl.so.2", RTLD_LAZY | RTLD_NOLOAD);
+	if (cur)
+		__atomic_store_n(&h, cur, __ATOMIC_RELEASE);
+	return cur;
+}
+
 /* Resolves a hand-written runtime wrapper's real function on first use. */
 void *cg_rt_real(void **slot, const char *name)
 {
@@ -66,7 +78,10 @@ static int cg_tramp_missing(void)
 static void *cg_tramp_resolve(unsigned id)
 {
 	const struct cg_entry_info *e = &cg_entries[id];
-	void *h = e->layer == CG_L_RT ? cg_rt_handle() : e->layer == CG_L_DRV ? cg_drv_handle() : NULL;
+	void *h = e->layer == CG_L_RT	? cg_rt_handle()
+		  : e->layer == CG_L_DRV ? cg_drv_handle()
+		  : e->layer == CG_L_NCCL ? cg_nccl_handle()
+					  : NULL;
 	cg_busy++;
 	void *p = h ? cg_dlsym_real(h, e->name) : NULL;
 	cg_busy--;
@@ -85,6 +100,8 @@ void *cg_entry_real(int entry)
 		void **slot = cg_hand_slot_of(entry);
 		if (e->layer == CG_L_RT)
 			return cg_rt_real(slot, e->name);
+		if (e->layer == CG_L_NCCL)
+			return cg_nccl_real_of(slot, e->name);
 		return __atomic_load_n(slot, __ATOMIC_ACQUIRE);
 	}
 	void *p = __atomic_load_n(&cg_tramp_real[entry], __ATOMIC_ACQUIRE);

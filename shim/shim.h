@@ -27,6 +27,21 @@ struct cg_drv_table {
 };
 extern struct cg_drv_table cg_drv CG_HIDDEN;
 
+#if CG_HAVE_NCCL
+#include <nccl.h>
+/* NCCL's functions behind the hand-written NCCL wrappers (nccl.c). */
+struct cg_nccl_table {
+#define CG_NCCL(kind, name, family, params, args) ncclResult_t (*name) params;
+#include "cuda_api.def"
+#undef CG_NCCL
+};
+extern struct cg_nccl_table cg_nccl_real CG_HIDDEN;
+#endif
+/* The program's libnccl.so.2, where it loaded one, and a hand-written NCCL
+ * wrapper's real function. */
+void *cg_nccl_handle(void) CG_HIDDEN;
+void *cg_nccl_real_of(void **slot, const char *name) CG_HIDDEN;
+
 /* Set after a runtime boundary jumped to the real function, until the
  * thread's next call of another kind. */
 extern CG_TLS int cg_nested CG_HIDDEN;

@@ -99,3 +99,45 @@ void cg_backend_set(const struct cg_backend *bk)
 	cg_bk = bk ? bk : &cg_real_bk;
 	atomic_store(&cg_backend_ok, bk != NULL);
 }
+
+/* ---- NCCL ------------------------------------------------------------------------ */
+struct cg_nccl_backend cg_nccl_bk;
+static atomic_int cg_nccl_state; /* 0 not looked for, 1 found, -1 missing */
+
+int cg_nccl_ready(void)
+{
+	int st = atomic_load_explicit(&cg_nccl_state, memory_order_acquire);
+	if (st)
+		return st > 0 ? 0 : -ENOENT;
+	/* Next after cgraft in the global scope, or where the program opened
+	 * it locally (a Python extension's dependency). */
+	void *h = cg_dlsym_real(RTLD_NEXT, "ncclAllReduce") ? RTLD_NEXT : dlopen("libnccl.so.2", RTLD_LAZY | RTLD_NOLOAD);
+	struct cg_nccl_backend b = { 0 };
+	int ok = h != NULL;
+	/* The newer collectives (NCCL 2.28) are optional: without them, their
+	 * calls stay boundaries. */
+#define CG_NCCL_FIND(field, name, req)                                          \
+	if (h && !(*(void **)&b.field = cg_dlsym_real(h, name)) && req)         \
+		ok = 0;
+	CG_NCCL_FIND(allreduce, "ncclAllReduce", 1)
+	CG_NCCL_FIND(broadcast, "ncclBroadcast", 1)
+	CG_NCCL_FIND(reduce, "ncclReduce", 1)
+	CG_NCCL_FIND(allgather, "ncclAllGather", 1)
+	CG_NCCL_FIND(reducescatter, "ncclReduceScatter", 1)
+	CG_NCCL_FIND(send, "ncclSend", 1)
+	CG_NCCL_FIND(recv, "ncclRecv", 1)
+	CG_NCCL_FIND(alltoall, "ncclAlltoAll", 0)
+	CG_NCCL_FIND(gather, "ncclGather", 0)
+	CG_NCCL_FIND(scatter, "ncclScatter", 0)
+#undef CG_NCCL_FIND
+	if (h && h != RTLD_NEXT)
+		dlclose(h);
+	if (ok)
+		cg_nccl_bk = b;
+	else
+		cg_log_capped(CG_LOG_WARN, CG_FAULT_PROGRAM,
+			      "the program's libnccl.so.2 lacks calls cgraft replays: "
+			      "its calls stay boundaries");
+	atomic_store_explicit(&cg_nccl_state, ok ? 1 : -1, memory_order_release);
+	return ok ? 0 : -ENOENT;
+}

@@ -61,7 +61,12 @@
 	X(memset2d16_async, cuMemsetD2D16Async, 3020, 0)                             \
 	X(memset2d32_async, cuMemsetD2D32Async, 3020, 0)                             \
 	X(host_func, cuLaunchHostFunc, 10000, 1)                                     \
-	X(mem_get_info, cuMemGetInfo, 3020, 0)
+	X(mem_get_info, cuMemGetInfo, 3020, 0)                                       \
+	X(stream_create, cuStreamCreate, 2000, 0)                                    \
+	X(stream_destroy, cuStreamDestroy, 4000, 0)                                  \
+	X(begin_capture, cuStreamBeginCapture, 10010, 0)                             \
+	X(end_capture, cuStreamEndCapture, 10000, 0)                                 \
+	X(graph_add_child, cuGraphAddChildGraphNode, 10000, 0)
 
 /* The runtime the program loaded, for the two things only it knows: the
  * kernel behind a host stub, and a __device__ variable's address. Both are
@@ -96,6 +101,24 @@ int cg_backend_runtime(void) CG_HIDDEN;
 void *cg_dlsym_real(void *handle, const char *name) CG_HIDDEN;
 /* For tests: replaces the table (NULL: back to the real one). */
 void cg_backend_set(const struct cg_backend *bk) CG_HIDDEN;
+
+/* NCCL, where the program loaded libnccl.so.2: its calls, with its enums as
+ * ints and its communicator and stream as pointers (the same ABI). */
+struct cg_nccl_backend {
+	int (*allreduce)(const void *, void *, size_t, int, int, void *, void *);
+	int (*broadcast)(const void *, void *, size_t, int, int, void *, void *);
+	int (*reduce)(const void *, void *, size_t, int, int, int, void *, void *);
+	int (*allgather)(const void *, void *, size_t, int, void *, void *);
+	int (*reducescatter)(const void *, void *, size_t, int, int, void *, void *);
+	int (*alltoall)(const void *, void *, size_t, int, void *, void *);
+	int (*gather)(const void *, void *, size_t, int, int, void *, void *);
+	int (*scatter)(const void *, void *, size_t, int, int, void *, void *);
+	int (*send)(const void *, size_t, int, int, void *, void *);
+	int (*recv)(void *, size_t, int, int, void *, void *);
+};
+extern struct cg_nccl_backend cg_nccl_bk CG_HIDDEN;
+/* 0 once every one of them is found, -ENOENT otherwise. */
+int cg_nccl_ready(void) CG_HIDDEN;
 
 /* A real call made by cgraft: its own wrappers let it through. */
 #define CG_BK(fn, ...)                                                          \

@@ -42,11 +42,16 @@ static int cg_stream_index(struct cg_dag *d, CUstream s)
 	return d->nstreams++;
 }
 
-/* Appends the edges of op i to d->deps: the frontiers it orders after. */
-static int cg_add_edges(struct cg_dag *d, struct cg_frontier *fr, int si, int legacy, size_t *nd, uint32_t i)
+/* Appends the edges of op i to d->deps: the frontiers it orders after, and
+ * the NCCL call before it (after, where there is one): NCCL's calls must
+ * run in the program's order on every rank. */
+static int cg_add_edges(struct cg_dag *d, struct cg_frontier *fr, int si, int legacy, size_t *nd, uint32_t i,
+			uint32_t after)
 {
 	struct cg_frontier *s = &fr[si];
 	size_t start = *nd;
+	if (after != CG_DAG_NONE)
+		d->deps[(*nd)++] = after;
 #define ADD_FRONT(f)                                                            \
 	for (size_t k = 0; k < (f)->n; k++) {                                   \
 		size_t j;                                                       \
@@ -81,6 +86,7 @@ int cg_dag_build(struct cg_dag *d, const struct cg_op *ops, size_t n, cg_blockin
 	size_t cap = 4 * n + 16, nd = 0;
 	d->deps = malloc(cap * sizeof *d->deps);
 	int rc = -ENOMEM, legacy = -1;
+	uint32_t nccl = CG_DAG_NONE; /* the last NCCL call */
 	if (!fr || !d->dep_start || !d->is_node || !d->streams || !d->ext_wait || !d->deps)
 		goto out;
 	for (size_t i = 0; i < n; i++) {
@@ -108,16 +114,18 @@ int cg_dag_build(struct cg_dag *d, const struct cg_op *ops, size_t n, cg_blockin
 			continue;
 		}
 		/* Each frontier holds at most a node per stream and one per wait. */
-		if (nd + 2 * (size_t)d->nstreams + n >= cap) {
-			cap = 2 * cap + 2 * (size_t)d->nstreams + n;
+		if (nd + 2 * (size_t)d->nstreams + n + 1 >= cap) {
+			cap = 2 * cap + 2 * (size_t)d->nstreams + n + 1;
 			uint32_t *p = realloc(d->deps, cap * sizeof *p);
 			if (!p)
 				goto out;
 			d->deps = p;
 		}
 		d->is_node[i] = 1;
-		if (cg_add_edges(d, fr, si, legacy, &nd, (uint32_t)i))
+		if (cg_add_edges(d, fr, si, legacy, &nd, (uint32_t)i, op->kind == CG_OP_NCCL ? nccl : CG_DAG_NONE))
 			goto out;
+		if (op->kind == CG_OP_NCCL)
+			nccl = (uint32_t)i;
 	}
 	rc = 0;
 out:

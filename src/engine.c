@@ -83,7 +83,7 @@ static struct {
 atomic_int cg_engine_on;
 /* Its address tells one thread from another, for the cost of a TLS access. */
 static CG_TLS char cg_self;
-static atomic_int cg_capturing, cg_paused, cg_dead;
+static atomic_int cg_capturing, cg_paused, cg_dead, cg_governed;
 
 static void cg_resolve(int foreign, int diverged);
 static int cg_run_end(int host_waits);
@@ -148,7 +148,7 @@ static void cg_stand_aside_changed(void)
 {
 	E.epoch++; /* work enqueued while standing aside goes unseen */
 	atomic_store(&cg_engine_on, cg_opt.enable && !atomic_load(&cg_dead) && !atomic_load(&cg_capturing) &&
-					    !atomic_load(&cg_paused));
+					    !atomic_load(&cg_paused) && !atomic_load(&cg_governed));
 }
 
 static int cg_in_window(void)
@@ -1076,6 +1076,27 @@ CG_EXPORT int cgraft_set_enabled(int on)
 		cg_stand_aside_changed();
 	cg_lock_give(&E.mu);
 	return was;
+}
+
+int cg_engine_governable(void)
+{
+	return cg_opt.enable && !atomic_load(&cg_dead) && !atomic_load(&cg_capturing) && !atomic_load(&cg_paused);
+}
+
+void cg_engine_govern(int aside)
+{
+	cg_lock_take(&E.mu);
+	cg_wait_turn();
+	if (aside && !atomic_load(&cg_governed)) {
+		/* Held work is the owner thread's: it goes out eagerly, in order. */
+		cg_resolve(1, 0);
+		cg_run_end(0);
+		E.expect = NULL;
+		E.period.known = 0;
+	}
+	atomic_store(&cg_governed, aside != 0);
+	cg_stand_aside_changed();
+	cg_lock_give(&E.mu);
 }
 
 void cg_engine_exit(void)

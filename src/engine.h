@@ -38,6 +38,11 @@ int cg_engine_event_independent(CUevent e) CG_HIDDEN;
 /* The program's own capture, through the runtime or the driver. */
 void cg_capture_begin(void) CG_HIDDEN;
 void cg_capture_end(void) CG_HIDDEN;
+/* The governor (govern.c): whether cgraft is on and neither the program's
+ * switch nor its capture has it standing aside; and its own switch, which
+ * submits what is held when it stands aside. */
+int cg_engine_governable(void) CG_HIDDEN;
+void cg_engine_govern(int aside) CG_HIDDEN;
 /* At exit: what is held goes out. */
 void cg_engine_exit(void) CG_HIDDEN;
 /* A forked child: pass-through for good, nothing inherited is submitted. */

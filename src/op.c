@@ -7,6 +7,7 @@
 
 #include "backend.h"
 #include "op.h"
+#include "options.h"
 
 /* Pageable sources above this size stay eager: the snapshot is a host copy. */
 #define CG_SNAPSHOT_MAX (1u << 20)
@@ -797,6 +798,120 @@ int cg_op_from_cuLaunchHostFunc(struct cg_op *op, int pt, enum cg_reason *why, C
 	return cg_op_from_rt_host_func(op, pt, why, (cudaStream_t)s, fn, data);
 }
 
+/* ---- NCCL --------------------------------------------------------------------- */
+/* Held only with CGRAFT_NCCL=1 (else a boundary): whether a call runs inside
+ * a graph must be the same on every rank, and each process decides alone. */
+static int cg_op_nccl(struct cg_op *op, enum cg_reason *why, enum cg_nccl_fn fn, const void *send, void *recv,
+		      size_t count, int dtype, int redop, int root, void *comm, cudaStream_t s)
+{
+	*why = CG_WHY_NCCL;
+	void *const *calls = (void *const *)&cg_nccl_bk;
+	_Static_assert(sizeof cg_nccl_bk == CG_NC_COUNT * sizeof(void *), "one call per enum cg_nccl_fn");
+	if (!cg_opt.nccl || cg_nccl_ready() || !calls[fn])
+		return -ENOTSUP;
+	cg_op_init(op, CG_OP_NCCL, 0, (CUstream)s);
+	op->u.nc.fn = (uint8_t)fn;
+	op->u.nc.send = send;
+	op->u.nc.recv = recv;
+	op->u.nc.count = count;
+	op->u.nc.dtype = dtype;
+	op->u.nc.redop = redop;
+	op->u.nc.root = root;
+	op->u.nc.comm = comm;
+	return 0;
+}
+
+#define CG_NCCL_FROM(family, fn, params, send, recv, count, dtype, redop, root, comm, s)     \
+	int cg_op_from_##family(struct cg_op *op, int pt, enum cg_reason *why, CG_UNPAREN params) \
+	{                                                                                 \
+		(void)pt;                                                                 \
+		return cg_op_nccl(op, why, fn, send, recv, count, dtype, redop, root, comm, s); \
+	}
+#define CG_UNPAREN(...) __VA_ARGS__
+CG_NCCL_FROM(nccl_allreduce, CG_NC_ALLREDUCE,
+	     (const void *send, void *recv, size_t count, int dtype, int redop, void *comm, cudaStream_t s),
+	     send, recv, count, dtype, redop, 0, comm, s)
+CG_NCCL_FROM(nccl_broadcast, CG_NC_BROADCAST,
+	     (const void *send, void *recv, size_t count, int dtype, int root, void *comm, cudaStream_t s),
+	     send, recv, count, dtype, 0, root, comm, s)
+CG_NCCL_FROM(nccl_bcast, CG_NC_BROADCAST,
+	     (void *buff, size_t count, int dtype, int root, void *comm, cudaStream_t s),
+	     buff, buff, count, dtype, 0, root, comm, s)
+CG_NCCL_FROM(nccl_reduce, CG_NC_REDUCE,
+	     (const void *send, void *recv, size_t count, int dtype, int redop, int root, void *comm, cudaStream_t s),
+	     send, recv, count, dtype, redop, root, comm, s)
+CG_NCCL_FROM(nccl_allgather, CG_NC_ALLGATHER,
+	     (const void *send, void *recv, size_t count, int dtype, void *comm, cudaStream_t s),
+	     send, recv, count, dtype, 0, 0, comm, s)
+CG_NCCL_FROM(nccl_reducescatter, CG_NC_REDUCESCATTER,
+	     (const void *send, void *recv, size_t count, int dtype, int redop, void *comm, cudaStream_t s),
+	     send, recv, count, dtype, redop, 0, comm, s)
+CG_NCCL_FROM(nccl_alltoall, CG_NC_ALLTOALL,
+	     (const void *send, void *recv, size_t count, int dtype, void *comm, cudaStream_t s),
+	     send, recv, count, dtype, 0, 0, comm, s)
+CG_NCCL_FROM(nccl_gather, CG_NC_GATHER,
+	     (const void *send, void *recv, size_t count, int dtype, int root, void *comm, cudaStream_t s),
+	     send, recv, count, dtype, 0, root, comm, s)
+CG_NCCL_FROM(nccl_scatter, CG_NC_SCATTER,
+	     (const void *send, void *recv, size_t count, int dtype, int root, void *comm, cudaStream_t s),
+	     send, recv, count, dtype, 0, root, comm, s)
+CG_NCCL_FROM(nccl_send, CG_NC_SEND,
+	     (const void *send, size_t count, int dtype, int peer, void *comm, cudaStream_t s),
+	     send, NULL, count, dtype, 0, peer, comm, s)
+CG_NCCL_FROM(nccl_recv, CG_NC_RECV, (void *recv, size_t count, int dtype, int peer, void *comm, cudaStream_t s),
+	     NULL, recv, count, dtype, 0, peer, comm, s)
+#undef CG_NCCL_FROM
+#undef CG_UNPAREN
+
+/* The real call, on stream s. */
+static CUresult cg_submit_nccl(const struct cg_op *op, CUstream s)
+{
+	const struct cg_nccl_backend *n = &cg_nccl_bk;
+	const struct cg_op *o = op;
+	int rc = 1;
+	cg_busy++;
+	switch (o->u.nc.fn) {
+	case CG_NC_ALLREDUCE:
+		rc = n->allreduce(o->u.nc.send, o->u.nc.recv, o->u.nc.count, o->u.nc.dtype, o->u.nc.redop,
+				  o->u.nc.comm, s);
+		break;
+	case CG_NC_BROADCAST:
+		rc = n->broadcast(o->u.nc.send, o->u.nc.recv, o->u.nc.count, o->u.nc.dtype, o->u.nc.root,
+				  o->u.nc.comm, s);
+		break;
+	case CG_NC_REDUCE:
+		rc = n->reduce(o->u.nc.send, o->u.nc.recv, o->u.nc.count, o->u.nc.dtype, o->u.nc.redop,
+			       o->u.nc.root, o->u.nc.comm, s);
+		break;
+	case CG_NC_ALLGATHER:
+		rc = n->allgather(o->u.nc.send, o->u.nc.recv, o->u.nc.count, o->u.nc.dtype, o->u.nc.comm, s);
+		break;
+	case CG_NC_REDUCESCATTER:
+		rc = n->reducescatter(o->u.nc.send, o->u.nc.recv, o->u.nc.count, o->u.nc.dtype, o->u.nc.redop,
+				      o->u.nc.comm, s);
+		break;
+	case CG_NC_ALLTOALL:
+		rc = n->alltoall(o->u.nc.send, o->u.nc.recv, o->u.nc.count, o->u.nc.dtype, o->u.nc.comm, s);
+		break;
+	case CG_NC_GATHER:
+		rc = n->gather(o->u.nc.send, o->u.nc.recv, o->u.nc.count, o->u.nc.dtype, o->u.nc.root,
+			       o->u.nc.comm, s);
+		break;
+	case CG_NC_SCATTER:
+		rc = n->scatter(o->u.nc.send, o->u.nc.recv, o->u.nc.count, o->u.nc.dtype, o->u.nc.root,
+				o->u.nc.comm, s);
+		break;
+	case CG_NC_SEND:
+		rc = n->send(o->u.nc.send, o->u.nc.count, o->u.nc.dtype, o->u.nc.root, o->u.nc.comm, s);
+		break;
+	case CG_NC_RECV:
+		rc = n->recv(o->u.nc.recv, o->u.nc.count, o->u.nc.dtype, o->u.nc.root, o->u.nc.comm, s);
+		break;
+	}
+	cg_busy--;
+	return rc == 0 ? CUDA_SUCCESS : CUDA_ERROR_UNKNOWN;
+}
+
 /* ---- shape and values ------------------------------------------------------- */
 /* 2D and 3D copy and memset nodes cannot be updated after instantiation:
  * their addresses are part of the shape. */
@@ -844,6 +959,12 @@ uint64_t cg_op_shape_hash(const struct cg_op *op)
 	case CG_OP_WAIT:
 		h = cg_mix(h, (uintptr_t)op->u.ev.event);
 		break;
+	case CG_OP_NCCL:
+		h = cg_mix(h, (uint64_t)op->u.nc.fn << 48 ^ (uint64_t)(uint32_t)op->u.nc.dtype << 16 ^
+				      (uint32_t)op->u.nc.redop);
+		h = cg_mix(cg_mix(h, (uintptr_t)op->u.nc.send), (uintptr_t)op->u.nc.recv);
+		h = cg_mix(cg_mix(h, op->u.nc.count), (uintptr_t)op->u.nc.comm ^ (uint32_t)op->u.nc.root);
+		break;
 	}
 	return h;
 }
@@ -877,6 +998,11 @@ int cg_op_same_shape(const struct cg_op *a, const struct cg_op *b)
 	case CG_OP_RECORD:
 	case CG_OP_WAIT:
 		return a->u.ev.event == b->u.ev.event;
+	case CG_OP_NCCL:
+		return a->u.nc.fn == b->u.nc.fn && a->u.nc.send == b->u.nc.send && a->u.nc.recv == b->u.nc.recv &&
+		       a->u.nc.count == b->u.nc.count && a->u.nc.comm == b->u.nc.comm &&
+		       a->u.nc.dtype == b->u.nc.dtype && a->u.nc.redop == b->u.nc.redop &&
+		       a->u.nc.root == b->u.nc.root;
 	}
 	return 0;
 }
@@ -935,7 +1061,7 @@ uint64_t cg_op_values_hash(const struct cg_op *o)
 }
 
 static const char *const cg_kind_names[] = { "kernel", "copy", "memset", "host function", "event record",
-					     "stream wait" };
+					     "stream wait", "NCCL call" };
 
 void cg_op_describe(char *buf, size_t size, const struct cg_op *op)
 {
@@ -1074,6 +1200,8 @@ CUresult cg_op_submit(const struct cg_op *op, CUstream s)
 		return CG_BK(event_record, op->u.ev.event, s);
 	case CG_OP_WAIT:
 		return CG_BK(stream_wait, s, op->u.ev.event, 0);
+	case CG_OP_NCCL:
+		return cg_submit_nccl(op, s);
 	}
 	return CUDA_ERROR_NOT_SUPPORTED;
 }

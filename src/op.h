@@ -12,7 +12,13 @@
 #include "base.h"
 #include "stats.h"
 
-enum cg_op_kind { CG_OP_KERNEL, CG_OP_COPY, CG_OP_MEMSET, CG_OP_HOST, CG_OP_RECORD, CG_OP_WAIT };
+enum cg_op_kind { CG_OP_KERNEL, CG_OP_COPY, CG_OP_MEMSET, CG_OP_HOST, CG_OP_RECORD, CG_OP_WAIT, CG_OP_NCCL };
+
+/* The NCCL calls an op may be (CGRAFT_NCCL=1). */
+enum cg_nccl_fn {
+	CG_NC_ALLREDUCE, CG_NC_BROADCAST, CG_NC_REDUCE, CG_NC_ALLGATHER, CG_NC_REDUCESCATTER,
+	CG_NC_ALLTOALL, CG_NC_GATHER, CG_NC_SCATTER, CG_NC_SEND, CG_NC_RECV, CG_NC_COUNT
+};
 
 enum cg_op_flag {
 	CG_F_HOST_WAITS = 1 << 0, /* the call returns once the op has run (a read-back) */
@@ -97,6 +103,16 @@ struct cg_op {
 		struct {
 			CUevent event;
 		} ev;
+		/* An NCCL call: everything is shape, nothing is updated (a
+		 * captured collective is replayed as it was captured). */
+		struct {
+			const void *send;
+			void *recv;
+			size_t count;
+			void *comm;
+			int32_t dtype, redop, root; /* root, or the peer of a send or receive */
+			uint8_t fn;                 /* enum cg_nccl_fn */
+		} nc;
 	} u;
 };
 
@@ -229,6 +245,24 @@ CG_OPFROM(cuEventRecord, CUevent e, CUstream s);
 CG_OPFROM(cuEventRecordWithFlags, CUevent e, CUstream s, unsigned int flags);
 CG_OPFROM(cuStreamWaitEvent, CUstream s, CUevent e, unsigned int flags);
 CG_OPFROM(cuLaunchHostFunc, CUstream s, CUhostFn fn, void *data);
+/* NCCL's calls, with its enums as ints and its communicator as a pointer. */
+CG_OPFROM(nccl_allreduce, const void *send, void *recv, size_t count, int dtype, int redop, void *comm,
+	  cudaStream_t s);
+CG_OPFROM(nccl_broadcast, const void *send, void *recv, size_t count, int dtype, int root, void *comm,
+	  cudaStream_t s);
+CG_OPFROM(nccl_bcast, void *buff, size_t count, int dtype, int root, void *comm, cudaStream_t s);
+CG_OPFROM(nccl_reduce, const void *send, void *recv, size_t count, int dtype, int redop, int root, void *comm,
+	  cudaStream_t s);
+CG_OPFROM(nccl_allgather, const void *send, void *recv, size_t count, int dtype, void *comm, cudaStream_t s);
+CG_OPFROM(nccl_reducescatter, const void *send, void *recv, size_t count, int dtype, int redop, void *comm,
+	  cudaStream_t s);
+CG_OPFROM(nccl_alltoall, const void *send, void *recv, size_t count, int dtype, void *comm, cudaStream_t s);
+CG_OPFROM(nccl_gather, const void *send, void *recv, size_t count, int dtype, int root, void *comm,
+	  cudaStream_t s);
+CG_OPFROM(nccl_scatter, const void *send, void *recv, size_t count, int dtype, int root, void *comm,
+	  cudaStream_t s);
+CG_OPFROM(nccl_send, const void *send, size_t count, int dtype, int peer, void *comm, cudaStream_t s);
+CG_OPFROM(nccl_recv, void *recv, size_t count, int dtype, int peer, void *comm, cudaStream_t s);
 
 /* A kernel op's layout: 0, or a negative errno with *why set when it cannot
  * be learnt (an NCCL kernel, a layout the driver does not tell, a packed

@@ -68,6 +68,9 @@ static const struct cg_opt_desc cg_opt_table[] = {
 	  "replay kernels launched through the driver (cuBLAS, static runtimes); 0 makes them segment ends" },
 	{ "CGRAFT_BACKOFF_SLOW", CG_OPT_BOOL, &cg_opt.backoff_slow, 0, "1",
 	  "send a segment back to eager when its replay does not save host time" },
+	{ "CGRAFT_NCCL", CG_OPT_BOOL, &cg_opt.nccl, 0, "0",
+	  "1: NCCL collectives are held and replayed inside graphs (captured as child graphs); every rank must "
+	  "make the same calls, as NCCL requires of captured ones; 0: they end segments" },
 	{ "CGRAFT_PROFILE", CG_OPT_BOOL, &cg_opt.profile, 0, "0",
 	  "measure GPU busy time and idle gaps with CUPTI (libcupti.so.13, loaded only then), eager and replayed" },
 	{ "CGRAFT_PROFILE_TRACE", CG_OPT_PATH, &cg_opt.profile_trace, 0, "(none)",

@@ -22,6 +22,7 @@ struct cg_options {
 	long max_hold_us;
 	int backoff_slow;
 	int driver_ops;
+	int nccl;
 	int profile;
 	const char *profile_trace;
 };

@@ -138,6 +138,31 @@ static CUresult cg_kernel_node_attrs(CUgraphNode node, const struct cg_op *op)
 	return CUDA_SUCCESS;
 }
 
+/* An NCCL call as a child graph: the real call captured, on a stream of
+ * cgraft's own, the way NCCL supports running inside graphs. */
+static CUresult cg_nccl_node(struct cg_graph *g, const struct cg_op *op, CUgraphNode *node,
+			     const CUgraphNode *deps, size_t nd)
+{
+	CUstream cs = NULL;
+	CUgraph child = NULL;
+	CUresult rc = CG_BK(stream_create, &cs, CU_STREAM_NON_BLOCKING);
+	if (rc != CUDA_SUCCESS)
+		return rc;
+	rc = CG_BK(begin_capture, cs, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+	if (rc == CUDA_SUCCESS) {
+		CUresult sub = cg_op_submit(op, cs);
+		rc = CG_BK(end_capture, cs, &child);
+		if (sub != CUDA_SUCCESS)
+			rc = sub;
+	}
+	if (rc == CUDA_SUCCESS)
+		rc = CG_BK(graph_add_child, node, g->graph, deps, nd, child);
+	if (child)
+		CG_BK(graph_destroy, child); /* the node holds its own copy */
+	CG_BK(stream_destroy, cs);
+	return rc;
+}
+
 static CUresult cg_node_add(struct cg_graph *g, const struct cg_op *op, size_t i, const CUgraphNode *deps,
 			    size_t nd)
 {
@@ -165,6 +190,8 @@ static CUresult cg_node_add(struct cg_graph *g, const struct cg_op *op, size_t i
 	}
 	case CG_OP_RECORD:
 		return CG_BK(graph_add_record, node, g->graph, deps, nd, op->u.ev.event);
+	case CG_OP_NCCL:
+		return cg_nccl_node(g, op, node, deps, nd);
 	default:
 		return CUDA_ERROR_NOT_SUPPORTED;
 	}

@@ -44,6 +44,24 @@ WORKLOAD_CASES = [
     ("passthrough", "passthrough", ["--calls", "2000", "--repeats", "2"]),
 ]
 
+# The fail-closed classes (kernels/class_*.cu): work cgraft must pass through, or
+# flush before, unchanged: (case name, program, arguments, extra cgraft environment).
+# Each program runs its own repeating loops at their default length.
+CLASS_CASES = [
+    ("class.drvlink", "class_drvlink", [], {}),
+    ("class.unlisted", "class_unlisted", [], {}),
+    ("class.ptds", "class_ptds", [], {}),
+    ("class.hostspin", "class_hostspin", [], {}),
+    # The host spinning again with the hold timer out of reach: the calls
+    # themselves (a host function, a kernel given host memory) must end the held
+    # work; the timer is only a net.
+    ("class.hostspin.nohold", "class_hostspin", [], {"CGRAFT_MAX_HOLD_US": "100000000"}),
+    ("class.errors", "class_errors", [], {}),
+    ("class.handles", "class_handles", [], {}),
+    ("class.multidev", "class_multidev", [], {}),
+    ("class.fork", "class_fork", [], {}),
+]
+
 # Pairs whose digests must agree bare: the hand-captured graph does the same
 # work as the eager loop, or the benchmark compares unlike things.
 SAME_WORK = [
@@ -120,7 +138,8 @@ def tail(b, n=15):
 
 
 def run_case(case, lib, outdir, timeout, extra_env):
-    name, prog, args = case
+    name, prog, args = case[:3]
+    case_env = case[3] if len(case) > 3 else {}
     argv = [prog] + args
     safe = name.replace("/", "_")
     bare_env = clean_env()
@@ -132,6 +151,7 @@ def run_case(case, lib, outdir, timeout, extra_env):
     cg_env = clean_env()
     cg_env.update({"LD_PRELOAD": lib, "CGRAFT_ENABLE": "1",
                    "CGRAFT_STATS": os.path.join(stats_dir, "stats.%p.json")})
+    cg_env.update(case_env)
     cg_env.update(extra_env)
     rc_c, out_c, err_c, t_c = run_one(argv, cg_env, timeout, os.path.join(outdir, safe + ".cgraft"))
     stats = merge_stats(sorted(glob.glob(os.path.join(stats_dir, "*.json"))))
@@ -201,6 +221,12 @@ def main():
             cases.append((name, path, args))
         else:
             print(f"note: {path} missing, {name} not run")
+    for name, prog, args, env in CLASS_CASES:
+        path = os.path.join(kdir, prog)
+        if not os.path.exists(path):
+            print(f"FAIL: {path} missing")
+            return 1
+        cases.append((name, path, args, env))
     if a.only:
         cases = [c for c in cases if any(o in c[0] for o in a.only)]
 

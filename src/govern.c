@@ -1,0 +1,166 @@
+/* Never slower: cgraft measures itself against standing aside. In windows of
+ * wall time it alternates replaying and passing calls through, and compares
+ * the time per call of the program's stream work; where replaying is not
+ * faster it stands aside, for longer each time it finds so. */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "api.h"
+#include "engine.h"
+#include "govern.h"
+#include "log.h"
+#include "options.h"
+#include "stats.h"
+
+/* Which windows of a probe stand aside: pairs in both orders, so that a
+ * program's drift cancels. */
+static const uint8_t cg_probe_aside[CG_GOV_PROBE] = { 1, 0, 0, 1, 1, 0, 0, 1 };
+
+static int cg_cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+static double cg_median(const double *v, int n)
+{
+	double s[CG_GOV_PROBE];
+	for (int i = 0; i < n; i++)
+		s[i] = v[i];
+	qsort(s, (size_t)n, sizeof *s, cg_cmp_double);
+	return n % 2 ? s[n / 2] : 0.5 * (s[n / 2 - 1] + s[n / 2]);
+}
+
+static void cg_gov_enter(struct cg_gov *g, enum cg_gov_state st, uint64_t windows)
+{
+	g->state = st;
+	g->n = 0;
+	g->until = windows;
+	g->aside = st == CG_G_ASIDE ? 1 : st == CG_G_PROBE ? cg_probe_aside[0] : 0;
+}
+
+/* A probe's verdict: replay is slower when the median time per call is
+ * clearly higher with it and most pairs of neighbouring windows agree. */
+static void cg_gov_decide(struct cg_gov *g)
+{
+	double on[CG_GOV_PROBE / 2], off[CG_GOV_PROBE / 2];
+	int slower_pairs = 0;
+	for (int i = 0, a = 0, b = 0; i < CG_GOV_PROBE; i++) {
+		if (cg_probe_aside[i])
+			off[a++] = g->probe[i];
+		else
+			on[b++] = g->probe[i];
+	}
+	for (int i = 0; i < CG_GOV_PROBE; i += 2) {
+		double x = g->probe[i], y = g->probe[i + 1];
+		double with = cg_probe_aside[i] ? y : x, without = cg_probe_aside[i] ? x : y;
+		slower_pairs += with > without;
+	}
+	double m_on = cg_median(on, CG_GOV_PROBE / 2), m_off = cg_median(off, CG_GOV_PROBE / 2);
+	g->ratio = m_on > 0 ? m_off / m_on : 1.0;
+	g->probes++;
+	if (g->ratio < CG_GOV_SLOWER && slower_pairs * 4 >= CG_GOV_PROBE * 3 / 2) {
+		g->slower++;
+		int r = g->rounds < 6 ? g->rounds++ : 6;
+		cg_gov_enter(g, CG_G_ASIDE, (uint64_t)CG_GOV_ASIDE << r);
+	} else {
+		int c = g->confirms < 5 ? g->confirms++ : 5;
+		cg_gov_enter(g, CG_G_ON, (uint64_t)CG_GOV_ON << c);
+	}
+}
+
+void cg_gov_init(struct cg_gov *g)
+{
+	*g = (struct cg_gov){ .ratio = 1.0 };
+	cg_gov_enter(g, CG_G_LEARN, CG_GOV_LEARN);
+}
+
+int cg_gov_step(struct cg_gov *g, uint64_t ns, uint64_t calls)
+{
+	g->windows++;
+	g->aside_windows += (uint64_t)g->aside;
+	/* Too few calls to say anything: the window is run again. */
+	if (calls < CG_GOV_MIN_CALLS)
+		return g->aside;
+	if (g->state == CG_G_PROBE) {
+		g->probe[g->n++] = (double)ns / (double)calls;
+		if (g->n == CG_GOV_PROBE)
+			cg_gov_decide(g);
+		else
+			g->aside = cg_probe_aside[g->n];
+		return g->aside;
+	}
+	if (++g->n >= g->until)
+		cg_gov_enter(g, CG_G_PROBE, CG_GOV_PROBE);
+	return g->aside;
+}
+
+/* ---- the thread ------------------------------------------------------------------ */
+static struct cg_gov cg_gov;
+
+/* The program's calls of stream work so far, counted by the wrappers
+ * whether cgraft replays or stands aside. */
+static uint64_t cg_stream_calls(void)
+{
+	uint64_t n = 0;
+	for (int e = 0; e < CG_E_COUNT; e++)
+		if (cg_entries[e].kind == CG_K_OP)
+			n += atomic_load_explicit(&cg_stats.calls[e], memory_order_relaxed);
+	return n;
+}
+static pthread_once_t cg_gov_once = PTHREAD_ONCE_INIT;
+
+static void *cg_gov_main(void *arg)
+{
+	(void)arg;
+	uint64_t t0 = cg_now_ns(), c0 = cg_stream_calls();
+	int aside = 0;
+	for (;;) {
+		struct timespec w = { 0, CG_GOV_WINDOW_NS };
+		while (nanosleep(&w, &w) && errno == EINTR)
+			;
+		uint64_t t1 = cg_now_ns(), c1 = cg_stream_calls();
+		/* The program's own switch, its capture or the end of cgraft: the
+		 * window does not count, and the governor keeps out of the way. */
+		if (!cg_engine_governable()) {
+			if (aside)
+				cg_engine_govern(aside = 0);
+			t0 = t1, c0 = c1;
+			continue;
+		}
+		int next = cg_gov_step(&cg_gov, t1 - t0, c1 - c0);
+		if (next != aside) {
+			cg_engine_govern(next);
+			cg_debug("%s: replay was %.2fx as fast as standing aside", next ? "standing aside" : "replaying",
+				 cg_gov.ratio);
+			aside = next;
+		}
+		t0 = cg_now_ns(), c0 = cg_stream_calls();
+	}
+	return NULL;
+}
+
+static void cg_gov_spawn(void)
+{
+	cg_gov_init(&cg_gov);
+	pthread_attr_t a;
+	pthread_t th;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&th, &a, cg_gov_main, NULL))
+		cg_log(CG_LOG_WARN, CG_FAULT_NONE, "no governor thread: replay is not checked against eager");
+	pthread_attr_destroy(&a);
+}
+
+void cg_govern_start(void)
+{
+	if (cg_opt.backoff_slow)
+		pthread_once(&cg_gov_once, cg_gov_spawn);
+}
+
+const struct cg_gov *cg_govern_state(void)
+{
+	return &cg_gov;
+}
