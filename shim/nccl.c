@@ -62,7 +62,10 @@ struct cg_nccl_table cg_nccl_real;
 					cg_engine_op_done(&op, rc_ == ncclSuccess); \
 				return rc_;                                     \
 			}                                                       \
-			cg_engine_boundary(CG_E_##name, CG_K_BND, why);         \
+			if (cg_op_nccl_comm_bad(comm))                          \
+				cg_engine_forget_comm(CG_E_##name, comm);       \
+			else                                                    \
+				cg_engine_boundary(CG_E_##name, CG_K_BND, why); \
 		}                                                               \
 		return CG_NCALL(name, args);                                    \
 	}

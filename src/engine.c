@@ -922,6 +922,7 @@ static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why)
 	if (kind == CG_K_RESET) {
 		cg_count_fallback(CG_WHY_RESET);
 		cg_kinfo_forget_all();
+		cg_op_nccl_forget();
 		cg_learn_forget();
 		cg_bury(cg_table_take_naming(NULL, NULL, 1));
 	}
@@ -934,6 +935,28 @@ void cg_engine_forget_handle(int entry, CUstream s, CUevent e)
 	cg_wait_turn();
 	cg_bury(cg_table_take_naming(s, e, 0));
 	cg_lock_give(&E.mu);
+}
+
+static int cg_names_comm(const struct cg_tmpl *t, void *comm)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (t->ops[i].kind == CG_OP_NCCL && t->ops[i].u.nc.comm == comm)
+			return 1;
+	return 0;
+}
+
+void cg_engine_forget_comm(int entry, void *comm)
+{
+	cg_engine_boundary(entry, CG_K_BND, CG_WHY_NCCL);
+	cg_lock_take(&E.mu);
+	cg_wait_turn();
+	struct cg_tmpl *gone = cg_table_take_if(cg_names_comm, comm);
+	cg_bury(gone);
+	cg_lock_give(&E.mu);
+	/* A replayed graph's captured call may still be on its way: the
+	 * communicator's next call, from another stream, comes after it. */
+	if (gone)
+		CG_BK(ctx_sync);
 }
 
 struct cg_range_arg {

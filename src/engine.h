@@ -29,6 +29,9 @@ void cg_engine_op_done(struct cg_op *op, int ok) CG_HIDDEN;
 void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why) CG_HIDDEN;
 /* A stream or event is destroyed: held work goes out and graphs naming it go. */
 void cg_engine_forget_handle(int entry, CUstream s, CUevent e) CG_HIDDEN;
+/* An NCCL communicator's calls are not held from now on: held work goes
+ * out and graphs with its calls are forgotten. */
+void cg_engine_forget_comm(int entry, void *comm) CG_HIDDEN;
 /* [p, p + n) became host memory a kernel can reach: held work goes out, the
  * run is dropped, and graphs that reach it are forgotten. */
 void cg_engine_host_memory(const void *p, size_t n) CG_HIDDEN;

@@ -2,6 +2,7 @@
  * sides and kinds resolved, sync semantics as flags), their shapes and
  * values, and the eager submission of a held op through the driver. */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -799,6 +800,56 @@ int cg_op_from_cuLaunchHostFunc(struct cg_op *op, int pt, enum cg_reason *why, C
 }
 
 /* ---- NCCL --------------------------------------------------------------------- */
+/* The stream each communicator's calls go to: held calls of one
+ * communicator are ordered by that stream, the way NCCL orders them. A
+ * communicator used from a second stream (NCCL orders those calls itself,
+ * which a captured call may not take part in) gets no call held again, and
+ * its graphs are forgotten (cg_op_nccl_comm_bad). */
+#define CG_NCCL_COMMS 64
+#define CG_NCCL_SEVERAL ((CUstream)(uintptr_t)-1)
+static struct {
+	void *comm;
+	CUstream stream;
+} cg_comms[CG_NCCL_COMMS];
+static pthread_mutex_t cg_comms_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int cg_nccl_one_stream(void *comm, CUstream s)
+{
+	int ok = 0;
+	pthread_mutex_lock(&cg_comms_lock);
+	for (int i = 0; i < CG_NCCL_COMMS; i++)
+		if (cg_comms[i].comm == comm || !cg_comms[i].comm) {
+			if (!cg_comms[i].comm)
+				cg_comms[i].comm = comm, cg_comms[i].stream = s;
+			ok = cg_comms[i].stream == s;
+			if (!ok)
+				cg_comms[i].stream = CG_NCCL_SEVERAL;
+			break;
+		}
+	pthread_mutex_unlock(&cg_comms_lock);
+	return ok;
+}
+
+int cg_op_nccl_comm_bad(void *comm)
+{
+	int bad = 1; /* a full table holds nothing more */
+	pthread_mutex_lock(&cg_comms_lock);
+	for (int i = 0; i < CG_NCCL_COMMS; i++)
+		if (cg_comms[i].comm == comm) {
+			bad = cg_comms[i].stream == CG_NCCL_SEVERAL;
+			break;
+		}
+	pthread_mutex_unlock(&cg_comms_lock);
+	return bad && cg_opt.nccl;
+}
+
+void cg_op_nccl_forget(void)
+{
+	pthread_mutex_lock(&cg_comms_lock);
+	memset(cg_comms, 0, sizeof cg_comms);
+	pthread_mutex_unlock(&cg_comms_lock);
+}
+
 /* Held only with CGRAFT_NCCL=1 (else a boundary): whether a call runs inside
  * a graph must be the same on every rank, and each process decides alone. */
 static int cg_op_nccl(struct cg_op *op, enum cg_reason *why, enum cg_nccl_fn fn, const void *send, void *recv,
@@ -807,7 +858,7 @@ static int cg_op_nccl(struct cg_op *op, enum cg_reason *why, enum cg_nccl_fn fn,
 	*why = CG_WHY_NCCL;
 	void *const *calls = (void *const *)&cg_nccl_bk;
 	_Static_assert(sizeof cg_nccl_bk == CG_NC_COUNT * sizeof(void *), "one call per enum cg_nccl_fn");
-	if (!cg_opt.nccl || cg_nccl_ready() || !calls[fn])
+	if (!cg_opt.nccl || cg_nccl_ready() || !calls[fn] || !cg_nccl_one_stream(comm, cg_stream_explicit((CUstream)s, 0)))
 		return -ENOTSUP;
 	cg_op_init(op, CG_OP_NCCL, 0, (CUstream)s);
 	op->u.nc.fn = (uint8_t)fn;

@@ -245,6 +245,11 @@ CG_OPFROM(cuEventRecord, CUevent e, CUstream s);
 CG_OPFROM(cuEventRecordWithFlags, CUevent e, CUstream s, unsigned int flags);
 CG_OPFROM(cuStreamWaitEvent, CUstream s, CUevent e, unsigned int flags);
 CG_OPFROM(cuLaunchHostFunc, CUstream s, CUhostFn fn, void *data);
+/* Communicators went away: their handles may come back as others. */
+void cg_op_nccl_forget(void) CG_HIDDEN;
+/* Whether a communicator's calls are not held (CGRAFT_NCCL=1): used from
+ * several streams. */
+int cg_op_nccl_comm_bad(void *comm) CG_HIDDEN;
 /* NCCL's calls, with its enums as ints and its communicator as a pointer. */
 CG_OPFROM(nccl_allreduce, const void *send, void *recv, size_t count, int dtype, int redop, void *comm,
 	  cudaStream_t s);

@@ -12,6 +12,7 @@
 #include "log.h"
 #include "options.h"
 #include "stats.h"
+#include "tmpl.h"
 #include "unit.h"
 
 #define DEV_LO 0x10000000u
@@ -837,6 +838,58 @@ static void test_build_failure_not_retried(void **state)
 	assert_int_equal(fk_count(FK_GRAPH_INSTANTIATE, m), 1);
 }
 
+/* ==== mutant guards (begin) =========================================================== */
+/* Tests of protections no program on the simulator can show (scripts/mutants
+ * breaks each on purpose). */
+
+/* A template of one context is never taken for ops of another. No program
+ * shows it: a run and a deferral never span contexts (a call from another
+ * context ends both), and the lookup of a template's first op hashes the
+ * context in; only ops whose hash lands in the bucket of a template of
+ * another context (where the addresses fall, from run to run) reach the
+ * comparison. Their graph, built in the other context, would then be
+ * launched for them; the simulator refuses such a launch and the work runs
+ * eagerly, so even then the output stays the same. The legacy stream's
+ * handle is the same in every context: on it only the context tells the
+ * ops apart. */
+static void test_context_in_shape(void **state)
+{
+	(void)state;
+	CUstream s = CU_STREAM_LEGACY;
+	const uint64_t a[] = { BUF(1), BUF(2), BUF(3) };
+	struct iter it = { .n = 3, .a = a };
+	size_t m = fk_mark();
+	run_iter(&it, s);
+	run_iter(&it, s);
+	assert_int_equal(fk_count(FK_GRAPH_INSTANTIATE, m), 1);
+	struct launch here, there;
+	enum cg_reason why;
+	launch(&here, 1, s, 1, a[0], 0);
+	assert_int_equal(cg_op_kernel_info(&here.op, &why), 0);
+	here.op.shape = cg_op_shape_hash(&here.op);
+	struct cg_tmpl *found[8];
+	assert_int_equal(cg_table_starting(&here.op, 0, NULL, 0, found, 8), 1);
+	/* Many contexts, so that some first op lands in the template's bucket. */
+	int matched = 0, started = 0;
+	for (uintptr_t k = 1; k <= 8192; k++) {
+		fk_set_ctx((CUcontext)((uintptr_t)FK_CTX + 0x1000u * k));
+		launch(&there, 1, s, 1, a[0], 0);
+		fk_set_ctx(FK_CTX);
+		assert_int_equal(cg_op_kernel_info(&there.op, &why), 0);
+		there.op.shape = cg_op_shape_hash(&there.op);
+		matched += cg_op_same_shape(&here.op, &there.op);
+		started += cg_table_starting(&there.op, 0, NULL, 0, found, 8);
+	}
+	assert_int_equal(matched, 0);
+	assert_int_equal(started, 0);
+	/* The iteration in the template's own context is still replayed. */
+	m = fk_mark();
+	run_iter(&it, s);
+	assert_int_equal(count_res(&it, CG_DEFERRED), 3);
+	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 1);
+}
+/* ==== mutant guards (end) ============================================================= */
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -857,6 +910,8 @@ int main(void)
 		cmocka_unit_test_setup(test_pageable_copy_snapshot, setup),
 		cmocka_unit_test_setup(test_unknown_kernel_passes, setup),
 		cmocka_unit_test_setup(test_build_failure_not_retried, setup),
+		/* mutant guards */
+		cmocka_unit_test_setup(test_context_in_shape, setup),
 	};
 	return cmocka_run_group_tests_name("engine", tests, group_setup, NULL);
 }
