@@ -81,9 +81,14 @@ static struct {
 };
 
 atomic_int cg_engine_on;
+void (*cg_engine_first_op)(void);
 /* Its address tells one thread from another, for the cost of a TLS access. */
 static CG_TLS char cg_self;
 static atomic_int cg_capturing, cg_paused, cg_dead, cg_governed;
+/* NCCL calls were held: the governor keeps out, since each rank would decide
+ * by its own timing whether a call runs inside a graph, which NCCL requires
+ * to be the same on all. */
+static atomic_int cg_nccl_held;
 
 static void cg_resolve(int foreign, int diverged);
 static int cg_run_end(int host_waits);
@@ -400,7 +405,7 @@ static int cg_launch(struct cg_tmpl *t, CUevent *wait)
 		cg_tmpl_backoff(t, CG_WHY_LAUNCH_FAILED, E.segno);
 		return rc;
 	}
-	cg_tmpl_note_replay(t, t0 ? E.defer_ns + cg_now_ns() - t0 : 0, E.segno, cg_opt.backoff_slow);
+	cg_tmpl_note_replay(t, t0 ? E.defer_ns + cg_now_ns() - t0 : 0, E.segno, cg_opt.backoff_slow && !t->nccl);
 	cg_stat_add(ops_replayed, t->n);
 	cg_table_touch(t);
 	E.epoch = l.epoch + 1;
@@ -710,6 +715,9 @@ static void cg_claim_slow(CUcontext ctx)
 	if (cg_unlikely(!E.atexit_done)) {
 		E.atexit_done = 1;
 		atexit(cg_engine_exit);
+		cg_timer_wake(); /* its thread starts now, not inside a timed replay */
+		if (cg_engine_first_op)
+			cg_engine_first_op();
 	}
 }
 
@@ -761,6 +769,8 @@ static int cg_fast_held(struct cg_op *op)
 static __attribute__((noinline)) int cg_engine_op_slow(struct cg_op *op)
 {
 	E.seq++;
+	if (cg_unlikely(op->kind == CG_OP_NCCL))
+		atomic_store(&cg_nccl_held, 1);
 	if (E.timing && cg_fast_ok(op)) {
 		/* A replay sampled for its host time counts the held calls'. */
 		uint64_t t0 = cg_now_ns();
@@ -1103,7 +1113,8 @@ CG_EXPORT int cgraft_set_enabled(int on)
 
 int cg_engine_governable(void)
 {
-	return cg_opt.enable && !atomic_load(&cg_dead) && !atomic_load(&cg_capturing) && !atomic_load(&cg_paused);
+	return cg_opt.enable && !atomic_load(&cg_dead) && !atomic_load(&cg_capturing) && !atomic_load(&cg_paused) &&
+	       !atomic_load(&cg_nccl_held);
 }
 
 void cg_engine_govern(int aside)

@@ -4,6 +4,7 @@
  * faster it stands aside, for longer each time it finds so. */
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -149,8 +150,13 @@ static void cg_gov_spawn(void)
 	pthread_t th;
 	pthread_attr_init(&a);
 	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	/* The governor must never be taken for the program's thread. */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
 	if (pthread_create(&th, &a, cg_gov_main, NULL))
 		cg_log(CG_LOG_WARN, CG_FAULT_NONE, "no governor thread: replay is not checked against eager");
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&a);
 }
 

@@ -8,8 +8,10 @@
 #include <unistd.h>
 
 #include "engine.h"
+#include "govern.h"
 #include "log.h"
 #include "options.h"
+#include "profile.h"
 #include "stats.h"
 
 static pthread_once_t cg_once = PTHREAD_ONCE_INIT;
@@ -21,6 +23,7 @@ static void cg_atfork_child(void)
 {
 	cg_is_child = 1;
 	cg_engine_forked_child();
+	cg_profile_forked_child();
 }
 
 static void cg_init_once(void)
@@ -28,12 +31,18 @@ static void cg_init_once(void)
 	cg_options_load();
 	cg_log_level = cg_opt.log_level;
 	atomic_store(&cg_engine_on, cg_opt.enable);
+	cg_engine_first_op = cg_govern_start;
 	pthread_atfork(NULL, NULL, cg_atfork_child);
 }
 
+/* Also reached from the first use of each entry point, before its real
+ * call: CUPTI starts at load, or there once the program's runtime is loaded
+ * to be looked beside. */
 void cg_init(void)
 {
 	pthread_once(&cg_once, cg_init_once);
+	if (cg_unlikely(cg_opt.profile))
+		cg_profile_start();
 }
 
 __attribute__((constructor)) static void cg_constructor(void)
@@ -64,6 +73,7 @@ __attribute__((destructor)) static void cg_destructor(void)
 	 * the process that did. */
 	if (cg_is_child || !cg_stats_any_calls())
 		return;
+	cg_profile_finish();
 	if (cg_opt.stats_path)
 		cg_write_stats();
 	if (cg_opt.report)

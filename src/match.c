@@ -43,6 +43,7 @@ struct cg_tmpl *cg_tmpl_new(const struct cg_op *ops, size_t n, uint64_t eager_ns
 	memcpy(t->ops, ops, n * sizeof *ops);
 	for (size_t i = 0; i < n; i++) {
 		struct cg_op *o = &t->ops[i];
+		t->nccl |= o->kind == CG_OP_NCCL;
 		if (o->kind != CG_OP_KERNEL)
 			continue;
 		memcpy(p, ops[i].u.k.params, o->nbytes);
@@ -294,6 +295,7 @@ void cg_tmpl_backoff(struct cg_tmpl *t, enum cg_reason why, uint64_t segno)
 	t->rounds++;
 	t->diverged = 0;
 	t->replays = 0;
+	t->replay_ns = 0; /* the next round samples afresh */
 	if (t->rounds > 3) {
 		t->state = CG_T_DEAD;
 		cg_log(CG_LOG_INFO, CG_FAULT_NONE, "a %zu-op stretch stays eager for good (%s)", t->n,
@@ -321,7 +323,7 @@ void cg_tmpl_note_eager(struct cg_tmpl *t, uint64_t ns)
  * sampled replay reads the clock around each of its calls. */
 int cg_tmpl_wants_timing(const struct cg_tmpl *t)
 {
-	return t->replays < 16 || (t->replays & 63) == 0;
+	return t->replays > 0 && (t->replays < 16 || (t->replays & 63) == 0);
 }
 
 /* Replay that costs more host time than eager is not worth its risks. Both
@@ -330,9 +332,11 @@ int cg_tmpl_wants_timing(const struct cg_tmpl *t)
  * time, and it varies more than launches cost. */
 void cg_tmpl_note_replay(struct cg_tmpl *t, uint64_t ns, uint64_t segno, int backoff_slow)
 {
-	t->replays++;
-	if (ns)
+	/* The first replay also pays for what the first launch of a graph
+	 * and of cgraft's own threads cost once: it is not a sample. */
+	if (ns && t->replays > 0)
 		t->replay_ns = t->replay_ns ? 0.8 * t->replay_ns + 0.2 * (double)ns : (double)ns;
+	t->replays++;
 	/* A few samples tell when replay costs far more; more when it is close. */
 	if (backoff_slow && t->eager_ns > 0 &&
 	    ((t->replays >= 8 && t->replay_ns > t->eager_ns) || (t->replays >= 3 && t->replay_ns > 2 * t->eager_ns)))

@@ -377,6 +377,8 @@ static int cg_instantiate(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 	}
 	v->stage = 0;
 	v->next = -1;
+	/* The exec goes to the device now, not at its first launch. */
+	CG_BK(graph_upload, v->exec, g->dag.streams[0]);
 	if (cg_vals_alloc(v, t) || (vals && cg_update_all(g, t, v, vals))) {
 		CG_BK(exec_destroy, v->exec);
 		cg_stat_add(held_bytes_device, -(unsigned long long)v->dev_bytes);

@@ -6,6 +6,7 @@
 
 #include "stats.h"
 #include "options.h"
+#include "profile.h"
 
 struct cg_stats cg_stats;
 
@@ -62,6 +63,7 @@ void cg_stats_write_json(FILE *f)
 		LD(segments), LD(graphs_built), LD(graph_launches), LD(ops_total), LD(ops_replayed),
 		LD(divergences), LD(pieces_eager), LD(node_updates), LD(variants), LD(backoffs), LD(record_ns),
 		LD(instantiate_ns), LD(held_bytes_host));
+	cg_profile_write_json(f);
 	fprintf(f, "  \"enabled\": %s,\n  \"fallbacks\": {", cg_opt.enable ? "true" : "false");
 	const char *sep = "";
 	for (int i = 0; i < CG_WHY_COUNT; i++) {
@@ -120,6 +122,7 @@ void cg_stats_write_report(FILE *f)
 	for (int i = 0; i < CG_E_COUNT; i++)
 		calls += LD(calls[i]);
 	fprintf(f, "cgraft:   intercepted calls %llu\n", calls);
+	cg_profile_write_report(f);
 }
 
 int cg_stats_any_calls(void)

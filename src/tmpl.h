@@ -26,6 +26,9 @@ struct cg_tmpl {
 	int rounds;
 	uint32_t replays, diverged;
 	double eager_ns, replay_ns;      /* host time in CUDA calls, moving averages */
+	/* It holds NCCL calls: whether it replays must not hang on timing,
+	 * which differs from rank to rank. */
+	uint8_t nccl;
 	struct cg_tmpl *next_piece;      /* a chain: launched after this one */
 	int follows;                     /* a chain's later piece: never starts a match */
 	int in_table;
