@@ -128,11 +128,14 @@ def read_def(cc, inc, path):
     return hand_rt, hand_drv, classes, extra, hand_nccl
 
 
-def classify(name, classes, used):
-    for i, (kind, pat) in enumerate(classes):
-        if fnmatch.fnmatchcase(name, pat):
-            used.add(i)
-            return kind
+def classify(name, classes, used, also=()):
+    """The first pattern matching name (or, for a cuGetProcAddress query,
+    one of the link names it stands for) gives the kind; BND otherwise."""
+    for n in (name,) + tuple(also):
+        for i, (kind, pat) in enumerate(classes):
+            if fnmatch.fnmatchcase(n, pat):
+                used.add(i)
+                return kind
     return "BND"
 
 
@@ -187,7 +190,10 @@ def main():
     pfn_first = len(entries)
     for q, ver, pt in pfn:
         tag = f"{q}_v{ver}{'_pt' if pt else ''}"
-        entries.append(("pfn_" + tag, tag, classify(q, classes, used), "PFN", None, False))
+        # cuda.h names a query's current ABI with a version suffix
+        # (cuMemAlloc is cuMemAlloc_v2): the link name's class is the query's.
+        links = tuple(sorted(n for n in drv_names if re.fullmatch(re.escape(q) + r"_v\d+", n)))
+        entries.append(("pfn_" + tag, tag, classify(q, classes, used, links), "PFN", None, False))
     for i in range(DYN_SLOTS):
         entries.append((f"dyn_{i}", "(newer driver)", "BND", "DYN", None, False))
     for i, (kind, pat) in enumerate(classes):

@@ -353,7 +353,7 @@ static int cg_templates_for(const struct cg_build *b, int nb, uint64_t eager_ns,
 static int cg_run_end(int host_waits)
 {
 	size_t n = E.run.n;
-	E.period.ncand = 0;
+	cg_period_reset(&E.period);
 	if (!n)
 		return 0;
 	E.segno++;
@@ -825,12 +825,15 @@ int cg_engine_op(struct cg_op *op)
 
 static void cg_period_cut(void)
 {
-	size_t p = 0;
-	switch (cg_period_step(&E.period, &E.run, (size_t)cg_opt.min_ops, (size_t)cg_opt.max_segment_ops, &p)) {
+	size_t p = 0, origin = 0;
+	switch (cg_period_step(&E.period, &E.run, (size_t)cg_opt.min_ops, (size_t)cg_opt.max_segment_ops, &p,
+			       &origin)) {
 	case CG_PERIOD_HALVES: {
 		/* Two iterations: learn the first, keep the second; each took
 		 * about half the time. Where short iterations are grouped, the
-		 * first only goes: the groups are learnt. */
+		 * first only goes: the groups are learnt. Ops before them that
+		 * did not recur are no part of either. */
+		cg_seg_drop_front(&E.run, origin);
 		size_t n = E.run.n, group = cg_period_group(p, (size_t)cg_opt.max_segment_ops);
 		uint64_t half = E.run_ns / 2;
 		E.run.n = p;

@@ -237,34 +237,65 @@ static int cg_values_recur(const struct cg_seg *s, size_t p)
 	return 2 * same >= p;
 }
 
-enum cg_period_step cg_period_step(struct cg_period *pd, const struct cg_seg *s, size_t min_ops, size_t max_ops,
-				   size_t *found)
+/* One origin's candidates after op k: 1 with *found when two iterations
+ * from o are complete. */
+static int cg_period_from(struct cg_period *pd, int o, const struct cg_seg *s, size_t min_ops, size_t max_ops,
+			  size_t *found)
 {
-	size_t k = s->n - 1;
-	if (pd->known)
-		return s->n >= pd->known ? CG_PERIOD_KNOWN : CG_PERIOD_NONE;
+	size_t k = s->n - 1, base = (size_t)o;
+	size_t *cand = pd->at[o].cand;
 	int w = 0;
-	for (int i = 0; i < pd->ncand; i++) {
-		size_t p = pd->cand[i];
+	if (k < base)
+		return 0;
+	for (int i = 0; i < pd->at[o].ncand; i++) {
+		size_t p = cand[i];
 		if (s->ops[k].shape != s->ops[k - p].shape)
 			continue;
-		if (k + 1 == 2 * p) {
+		if (k + 1 == base + 2 * p) {
 			/* Same shapes with other arguments: a part of the
 			 * iteration (layers, a chain of one kernel) repeating
 			 * inside it, not the iteration. */
-			if (!cg_values_recur(s, p))
+			struct cg_seg from = { .ops = s->ops + base, .n = s->n - base };
+			if (!cg_values_recur(&from, p))
 				continue;
 			*found = p;
-			pd->ncand = 0;
+			return 1;
+		}
+		cand[w++] = p;
+	}
+	pd->at[o].ncand = w;
+	size_t d = k - base;
+	if (d >= 1 && d >= min_ops / 2 && s->ops[k].shape == s->ops[base].shape && w < CG_MAX_PERIODS &&
+	    2 * d <= max_ops) {
+		/* A period of one is complete where it is born. */
+		struct cg_seg from = { .ops = s->ops + base, .n = s->n - base };
+		if (d == 1 && cg_values_recur(&from, 1)) {
+			*found = 1;
+			return 1;
+		}
+		cand[pd->at[o].ncand++] = d;
+	}
+	return 0;
+}
+
+enum cg_period_step cg_period_step(struct cg_period *pd, const struct cg_seg *s, size_t min_ops, size_t max_ops,
+				   size_t *found, size_t *origin)
+{
+	if (pd->known)
+		return s->n >= pd->known ? CG_PERIOD_KNOWN : CG_PERIOD_NONE;
+	for (int o = 0; o < CG_PERIOD_ORIGINS; o++)
+		if (cg_period_from(pd, o, s, min_ops, max_ops, found)) {
+			*origin = (size_t)o;
+			cg_period_reset(pd);
 			return CG_PERIOD_HALVES;
 		}
-		pd->cand[w++] = p;
-	}
-	pd->ncand = w;
-	if (k >= 1 && k >= min_ops / 2 && s->ops[k].shape == s->ops[0].shape && pd->ncand < CG_MAX_PERIODS &&
-	    2 * k <= max_ops)
-		pd->cand[pd->ncand++] = k;
 	return s->n >= max_ops ? CG_PERIOD_MAX : CG_PERIOD_NONE;
+}
+
+void cg_period_reset(struct cg_period *pd)
+{
+	for (int o = 0; o < CG_PERIOD_ORIGINS; o++)
+		pd->at[o].ncand = 0;
 }
 
 size_t cg_period_group(size_t p, size_t max_ops)

@@ -94,18 +94,26 @@ void cg_seg_drop_front(struct cg_seg *s, size_t k) CG_HIDDEN;
  * born where an op has the shape of the segment's first op, and lives while
  * each op has the shape of the one p before it. */
 #define CG_MAX_PERIODS 64
+/* A segment may begin with a few ops that never recur (a timing event, a
+ * first copy): periods are looked for from each of its first ops. */
+#define CG_PERIOD_ORIGINS 4
 struct cg_period {
-	size_t cand[CG_MAX_PERIODS];
-	int ncand;
+	struct {
+		size_t cand[CG_MAX_PERIODS];
+		int ncand;
+	} at[CG_PERIOD_ORIGINS];
 	size_t known; /* ops per segment once a period was found, 0 if none */
 	int misses;   /* cuts at the known period whose run did not recur */
 };
 enum cg_period_step { CG_PERIOD_NONE, CG_PERIOD_HALVES, CG_PERIOD_KNOWN, CG_PERIOD_MAX };
-/* After op n-1 was appended: CG_PERIOD_HALVES when ops [0,p) and [p,2p) are
- * one iteration twice (*p is set), CG_PERIOD_KNOWN when a segment of the
- * known period is complete, CG_PERIOD_MAX at max_ops. */
+/* After op n-1 was appended: CG_PERIOD_HALVES when ops [o,o+p) and
+ * [o+p,o+2p) are one iteration twice (*p and *origin = o are set; the o ops
+ * before them did not recur), CG_PERIOD_KNOWN when a segment of the known
+ * period is complete, CG_PERIOD_MAX at max_ops. */
 enum cg_period_step cg_period_step(struct cg_period *pd, const struct cg_seg *s, size_t min_ops,
-				   size_t max_ops, size_t *p) CG_HIDDEN;
+				   size_t max_ops, size_t *p, size_t *origin) CG_HIDDEN;
+/* Forgets the candidates (a segment was cut). */
+void cg_period_reset(struct cg_period *pd) CG_HIDDEN;
 /* Ops per segment for a found period: short periods are grouped so that a
  * graph covers at least CG_PERIOD_GROUP ops of them. */
 #define CG_PERIOD_GROUP 64
