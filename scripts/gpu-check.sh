@@ -200,6 +200,13 @@ EOF2
 )
         local tm
         tm=$(grep -h '^TIME' "$OUT/hf/$cache.err" | cut -c6-)
+        # What diverges, for the note: a short run with the debug log.
+        if [ -n "${HF_DEBUG:-}" ] && [ "$(left)" -gt 150 ]; then
+            LD_PRELOAD=$LIB CGRAFT_LOG=debug timeout 60 "$PY" scripts/hf_decode.py --cache "$cache" --tokens 16 \
+                --rounds 2 >/dev/null 2>"$OUT/hf/$cache.debug.log"
+            grep -E "divergence|recurs|back|stays eager|slower|standing|replaying" "$OUT/hf/$cache.debug.log" |
+                sed 's/0x[0-9a-f]*/X/g' | sort | uniq -c | sort -rn | head -40 >"$OUT/hf/$cache.debug.top"
+        fi
         if [ $r -eq 0 ]; then
             echo "PASS $cache: tokens identical off and on; $share; $tm"
         else
@@ -216,6 +223,79 @@ EOF2
             fi
         fi
     done
+    return $rc
+}
+
+# CGRAFT_PROFILE on the demo loop, bare (cgraft passing through) and under cgraft, and
+# on a PyTorch training step: busy share and gaps from CUPTI, outputs unchanged, and the
+# timeline pictures (docs/timeline-*.png).
+profile_check() {
+    mkdir -p "$OUT/profile"
+    local P="$OUT/profile" K="$BUILD/kernels" rc=0
+    "$K/chain" --k 100 >"$P/plain.out" 2>/dev/null
+    local how
+    for how in bare cgraft; do
+        local en=1
+        [ $how = bare ] && en=0
+        CGRAFT_ENABLE=$en CGRAFT_PROFILE=1 CGRAFT_REPORT=1 CGRAFT_LOG=info CGRAFT_STATS="$P/chain.$how.%p.json" \
+            CGRAFT_PROFILE_TRACE="$P/chain.$how.%p.trace" LD_PRELOAD=$LIB timeout 60 "$K/chain" --k 100 \
+            >"$P/chain.$how.out" 2>"$P/chain.$how.err" || rc=1
+        cmp -s "$P/plain.out" "$P/chain.$how.out" || { echo "FAIL chain $how: output differs with CGRAFT_PROFILE"; rc=1; }
+        echo "chain $how: $(grep -h 'profile' "$P/chain.$how.err" | tr -s ' ' | tr '\n' ' ')"
+    done
+    "$PY" scripts/timeline "$P"/chain.bare.*.trace "$P"/chain.cgraft.*.trace -o "$P/timeline-chain.png" \
+        --title "chain, 100 kernels an iteration" >"$P/timeline-chain.log" 2>&1 || rc=1
+    if "$PY" -c 'import torch' >/dev/null 2>&1; then
+        for how in bare cgraft; do
+            local en=1
+            [ $how = bare ] && en=0
+            CGRAFT_ENABLE=$en CGRAFT_PROFILE=1 CGRAFT_REPORT=1 CGRAFT_PROFILE_TRACE="$P/mlp.$how.%p.trace" \
+                LD_PRELOAD=$LIB timeout 90 "$PY" scripts/torch_train.py --model mlp --steps 60 \
+                --out "$P/mlp.$how.txt" >"$P/mlp.$how.out" 2>"$P/mlp.$how.err" || rc=1
+            echo "mlp $how: $(grep -h 'profile' "$P/mlp.$how.err" | tr -s ' ' | tr '\n' ' ')"
+        done
+        cmp -s "$P/mlp.bare.txt" "$P/mlp.cgraft.txt" || { echo "FAIL mlp: losses differ with CGRAFT_PROFILE"; rc=1; }
+        "$PY" scripts/timeline "$P"/mlp.bare.*.trace "$P"/mlp.cgraft.*.trace -o "$P/timeline-mlp.png" \
+            --title "PyTorch MLP training step" >"$P/timeline-mlp.log" 2>&1 || rc=1
+    fi
+    [ $rc = 0 ] && echo "PASS profile: outputs unchanged, timelines drawn"
+    return $rc
+}
+
+# NCCL inside graphs on the one GPU there is: DistributedDataParallel over a process group
+# of one rank, bare and under cgraft with CGRAFT_NCCL=1 (and without it).
+nccl1_check() {
+    if ! "$PY" -c 'import torch.distributed' >/dev/null 2>&1; then
+        echo "SKIP torch.distributed not importable"
+        return 0
+    fi
+    mkdir -p "$OUT/nccl1"
+    local D="$OUT/nccl1" rc=0 run=("$PY" -m torch.distributed.run --standalone --nproc_per_node=1 scripts/torch_ddp.py --steps 40)
+    env -u LD_PRELOAD timeout 120 "${run[@]}" --out "$D/bare" >"$D/bare.log" 2>&1 || rc=1
+    local mode
+    for mode in 0 1; do
+        rm -rf "$D/stats$mode"; mkdir -p "$D/stats$mode"
+        LD_PRELOAD=$LIB CGRAFT_NCCL=$mode CGRAFT_REPORT=1 CGRAFT_STATS="$D/stats$mode/s.%p.json" timeout 120 \
+            "${run[@]}" --out "$D/cg$mode" >"$D/cg$mode.log" 2>&1 || rc=1
+        local same=differ
+        cmp -s "$D/bare.rank0.txt" "$D/cg$mode.rank0.txt" && same=identical
+        echo "CGRAFT_NCCL=$mode: losses and parameters $same; $("$PY" - "$D/stats$mode" <<'EOF2'
+import glob, json, sys
+rep = tot = 0; calls = {}; fb = {}
+for p in glob.glob(sys.argv[1] + "/*.json"):
+    d = json.load(open(p))
+    rep += d.get("ops_replayed", 0); tot += d.get("ops_total", 0)
+    for k, v in (d.get("driver_calls") or {}).items():
+        if k.startswith("nccl"):
+            calls[k] = calls.get(k, 0) + v
+    for k, v in (d.get("fallbacks") or {}).items():
+        fb[k] = fb.get(k, 0) + v
+print(f"replayed {100 * rep / max(tot, 1):.1f}% ({rep}/{tot}); nccl calls {calls}; fallbacks {fb}")
+EOF2
+)"
+        [ $same = identical ] || rc=1
+    done
+    grep -h "TIME" "$D"/*.log | head -4
     return $rc
 }
 
@@ -297,6 +377,20 @@ elif [ $build_ok = 1 ]; then
         record torch-losses FAIL $(( $(date +%s) - t )) "$(grep -h '^FAIL' "$OUT/torch.log" | cut -c6- | tr '\n' ' ')"
     fi
     note "torch check done"
+    for extra in profile nccl1; do
+        skipped $extra && continue
+        t_x=$(date +%s)
+        ${extra}_check >"$OUT/$extra.log" 2>&1
+        x_rc=$?
+        if grep -q '^SKIP' "$OUT/$extra.log"; then
+            record $extra SKIP $(( $(date +%s) - t_x )) "$(grep -h '^SKIP' "$OUT/$extra.log" | cut -c6-)"
+        elif [ $x_rc -eq 0 ]; then
+            record $extra PASS $(( $(date +%s) - t_x )) "$(grep -vh '^PASS' "$OUT/$extra.log" | head -4 | tr '\n' ' ')"
+        else
+            record $extra FAIL $(( $(date +%s) - t_x )) "$(tail -4 "$OUT/$extra.log" | tr '\n' ' ')"
+        fi
+        note "$extra done"
+    done
     if skipped hf; then
         note "HF decoding not run (GPU_CHECK_SKIP)"
     else

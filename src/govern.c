@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "api.h"
 #include "engine.h"
 #include "govern.h"
 #include "log.h"
@@ -105,11 +104,16 @@ static struct cg_gov cg_gov;
  * whether cgraft replays or stands aside. */
 static uint64_t cg_stream_calls(void)
 {
-	uint64_t n = 0;
-	for (int e = 0; e < CG_E_COUNT; e++)
-		if (cg_entries[e].kind == CG_K_OP)
-			n += atomic_load_explicit(&cg_stats.calls[e], memory_order_relaxed);
-	return n;
+	return cg_stats_stream_calls();
+}
+
+static void cg_gov_publish(const struct cg_gov *g)
+{
+	atomic_store(&cg_stats.gov_windows, g->windows);
+	atomic_store(&cg_stats.gov_aside, g->aside_windows);
+	atomic_store(&cg_stats.gov_probes, g->probes);
+	atomic_store(&cg_stats.gov_slower, g->slower);
+	atomic_store(&cg_stats.gov_ratio_milli, (unsigned long long)(g->ratio * 1000 + 0.5));
 }
 static pthread_once_t cg_gov_once = PTHREAD_ONCE_INIT;
 
@@ -132,6 +136,7 @@ static void *cg_gov_main(void *arg)
 			continue;
 		}
 		int next = cg_gov_step(&cg_gov, t1 - t0, c1 - c0);
+		cg_gov_publish(&cg_gov);
 		if (next != aside) {
 			cg_engine_govern(next);
 			cg_debug("%s: replay was %.2fx as fast as standing aside", next ? "standing aside" : "replaying",

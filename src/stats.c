@@ -59,10 +59,13 @@ void cg_stats_write_json(FILE *f)
 		   "  \"ops_total\": %llu,\n  \"ops_replayed\": %llu,\n  \"divergences\": %llu,\n"
 		   "  \"pieces_eager\": %llu,\n  \"node_updates\": %llu,\n  \"variants\": %llu,\n"
 		   "  \"backoffs\": %llu,\n  \"record_ns\": %llu,\n  \"instantiate_ns\": %llu,\n"
-		   "  \"held_host_bytes\": %llu,\n",
+		   "  \"held_host_bytes\": %llu,\n  \"held_device_bytes\": %llu,\n  \"stream_calls\": %llu,\n",
 		LD(segments), LD(graphs_built), LD(graph_launches), LD(ops_total), LD(ops_replayed),
 		LD(divergences), LD(pieces_eager), LD(node_updates), LD(variants), LD(backoffs), LD(record_ns),
-		LD(instantiate_ns), LD(held_bytes_host));
+		LD(instantiate_ns), LD(held_bytes_host), LD(held_bytes_device), cg_stats_stream_calls());
+	fprintf(f, "  \"governor\": {\"windows\": %llu, \"aside_windows\": %llu, \"probes\": %llu, "
+		   "\"probes_slower\": %llu, \"last_ratio\": %.3f},\n",
+		LD(gov_windows), LD(gov_aside), LD(gov_probes), LD(gov_slower), (double)LD(gov_ratio_milli) / 1000);
 	cg_profile_write_json(f);
 	fprintf(f, "  \"enabled\": %s,\n  \"fallbacks\": {", cg_opt.enable ? "true" : "false");
 	const char *sep = "";
@@ -95,20 +98,37 @@ static void cg_report_boundaries(FILE *f)
 		fprintf(f, "cgraft:     %s: %llu\n", cg_entries[top[k]].name, LD(boundaries[top[k]]));
 }
 
+/* The program's calls of stream work (launches, copies, memsets, event
+ * records and waits, host functions, NCCL calls), held or not. */
+unsigned long long cg_stats_stream_calls(void)
+{
+	unsigned long long n = 0;
+	for (int i = 0; i < CG_E_COUNT; i++)
+		if (cg_entries[i].kind == CG_K_OP)
+			n += LD(calls[i]);
+	return n;
+}
+
 void cg_stats_write_report(FILE *f)
 {
 	unsigned long long total = LD(ops_total), replayed = LD(ops_replayed);
 	fprintf(f, "cgraft: report%s\n", cg_opt.enable ? "" : " (pass-through: CGRAFT_ENABLE=0 or a bad option)");
-	fprintf(f, "cgraft:   ops seen %llu, replayed in graphs %llu (%.1f%%)\n", total, replayed,
-		total ? 100.0 * (double)replayed / (double)total : 0.0);
+	fprintf(f, "cgraft:   ops seen %llu, replayed in graphs %llu (%.1f%%), of %llu stream-work calls\n", total,
+		replayed, total ? 100.0 * (double)replayed / (double)total : 0.0, cg_stats_stream_calls());
 	fprintf(f, "cgraft:   segments %llu, graphs built %llu (+%llu variants), graph launches %llu, node updates %llu\n",
 		LD(segments), LD(graphs_built), LD(variants), LD(graph_launches), LD(node_updates));
 	fprintf(f, "cgraft:   divergences %llu, stretches run eagerly %llu, back-offs %llu, one-time cost %.3f ms "
 		   "(record %.3f, instantiate %.3f)\n",
 		LD(divergences), LD(pieces_eager), LD(backoffs), (double)(LD(record_ns) + LD(instantiate_ns)) / 1e6,
 		(double)LD(record_ns) / 1e6, (double)LD(instantiate_ns) / 1e6);
-	if (LD(held_bytes_host))
-		fprintf(f, "cgraft:   pinned staging held: %llu bytes\n", LD(held_bytes_host));
+	if (LD(held_bytes_host) || LD(held_bytes_device))
+		fprintf(f, "cgraft:   held at exit: %llu bytes of pinned staging, %llu bytes of device memory for graphs\n",
+			LD(held_bytes_host), LD(held_bytes_device));
+	if (LD(gov_probes))
+		fprintf(f, "cgraft:   governor: replay %.2fx as fast as standing aside at the last of %llu probes "
+			   "(%llu found it slower); stood aside %llu of %llu windows of 25 ms\n",
+			(double)LD(gov_ratio_milli) / 1000, LD(gov_probes), LD(gov_slower), LD(gov_aside),
+			LD(gov_windows));
 	for (int i = 0; i < CG_WHY_COUNT; i++) {
 		unsigned long long n = LD(fallbacks[i]);
 		if (n)

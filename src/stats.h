@@ -41,6 +41,9 @@ struct cg_stats {
 	atomic_ullong lookups;  /* dlsym and cuGetProcAddress calls answered */
 	atomic_ullong held_bytes_device, held_bytes_host; /* staging and graph memory cgraft holds now */
 	atomic_ullong held_bytes_host_peak;
+	/* The governor (govern.c): windows, those standing aside, probes, those
+	 * that found replay slower, and the last probe's speed ratio x1000. */
+	atomic_ullong gov_windows, gov_aside, gov_probes, gov_slower, gov_ratio_milli;
 };
 extern struct cg_stats cg_stats CG_HIDDEN;
 extern const char *const cg_reason_names[CG_WHY_COUNT] CG_HIDDEN;
@@ -55,6 +58,8 @@ void cg_stats_write_json(FILE *f) CG_HIDDEN;
 void cg_stats_write_report(FILE *f) CG_HIDDEN;
 /* Expands %p in a CGRAFT_STATS path; returns 0 or -ENAMETOOLONG. */
 int cg_stats_expand_path(const char *pattern, long pid, char *out, size_t size) CG_HIDDEN;
+/* The program's calls of stream work, held or not. */
+unsigned long long cg_stats_stream_calls(void) CG_HIDDEN;
 /* Whether the process made any CUDA call through cgraft. */
 int cg_stats_any_calls(void) CG_HIDDEN;
 
