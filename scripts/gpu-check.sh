@@ -461,8 +461,11 @@ if [ "$ONLY" = tests ]; then
 elif [ "${tests_rc:-0}" = 77 ] || ! nvidia-smi -L >/dev/null 2>&1; then
     record bench SKIP 0 "no GPU"
 elif [ $build_ok = 1 ] && [ $budget -gt 30 ]; then
+    # GPU_BENCH_ONLY="name ..." limits the benchmark to workloads whose names hold one of them.
+    only=()
+    [ -n "${GPU_BENCH_ONLY:-}" ] && only=(--only $GPU_BENCH_ONLY)
     timeout $(( budget + 60 )) "$PY" scripts/bench --build "$BUILD" --no-build --out "$OUT/bench" \
-        --budget-s "$budget" >"$OUT/bench.log" 2>&1
+        --budget-s "$budget" "${only[@]}" >"$OUT/bench.log" 2>&1
     bench_rc=$?
     if [ $bench_rc -eq 0 ]; then
         record bench PASS $(( $(date +%s) - t )) "$OUT/bench/bench.md"

@@ -826,6 +826,7 @@ int cg_engine_op(struct cg_op *op)
 static void cg_period_cut(void)
 {
 	size_t p = 0, origin = 0;
+	E.period.min_run = CG_PERIOD_MIN_RUN;
 	switch (cg_period_step(&E.period, &E.run, (size_t)cg_opt.min_ops, (size_t)cg_opt.max_segment_ops, &p,
 			       &origin)) {
 	case CG_PERIOD_HALVES: {

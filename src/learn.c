@@ -56,6 +56,11 @@ static struct {
 	size_t n;
 } cg_hist[CG_HIST_SLOTS];
 
+/* A run is compared with the last one after the same template that began
+ * with the same op or, where the first op is one that varies (the grid of a
+ * kernel over a growing sequence), with the last one after that template. */
+#define CG_ANY_FIRST 0xa5a5a5a5a5a5a5a5ull
+
 static size_t cg_hist_slot(const void *anchor, uint64_t first)
 {
 	uint64_t h = ((uint64_t)(uintptr_t)anchor * 0x9E3779B97F4A7C15ull) ^ first;
@@ -145,17 +150,59 @@ size_t cg_chain_piece_len(size_t done, size_t left, size_t first)
 }
 
 /* ---- learning ---------------------------------------------------------------------- */
-static void cg_hist_store(size_t slot, const struct cg_learn_in *in, const uint64_t *shape, size_t n)
+static void cg_hist_store(const struct cg_learn_in *in, uint64_t first, const uint64_t *shape, size_t n)
 {
+	size_t slot = cg_hist_slot(in->anchor, first);
 	uint64_t *copy = malloc(n * sizeof *copy);
 	if (!copy)
 		return;
 	memcpy(copy, shape, n * sizeof *copy);
 	free(cg_hist[slot].shape);
 	cg_hist[slot].anchor = in->anchor;
-	cg_hist[slot].first = shape[0];
+	cg_hist[slot].first = first;
 	cg_hist[slot].shape = copy;
 	cg_hist[slot].n = n;
+}
+
+/* The last run kept at (anchor, first), or -1. */
+static long cg_hist_find(const void *anchor, uint64_t first)
+{
+	size_t slot = cg_hist_slot(anchor, first);
+	return cg_hist[slot].shape && cg_hist[slot].anchor == anchor && cg_hist[slot].first == first ? (long)slot
+												      : -1;
+}
+
+/* Pieces of the run that the last run at slot shares, at least CG_PIECE_MIN
+ * ops between ops that vary: known ones get this place as a start, new
+ * ones seen twice are to be built. */
+static int cg_learn_pieces(const struct cg_learn_in *in, const uint64_t *shape, size_t slot,
+			   struct cg_build *out)
+{
+	const struct cg_op *ops = in->run->ops;
+	size_t n = in->run->n;
+	struct cg_block blk[CG_MAX_BUILDS];
+	/* A piece between ops that vary pays a graph launch of its own:
+	 * shorter ones than CG_PIECE_MIN save little. */
+	size_t minlen = (size_t)in->min_ops > CG_PIECE_MIN ? (size_t)in->min_ops : CG_PIECE_MIN;
+	int got = cg_diff_blocks(shape, n, cg_hist[slot].shape, cg_hist[slot].n, minlen, blk, CG_MAX_BUILDS);
+	int nb = 0;
+	for (int i = 0; i < got; i++) {
+		const struct cg_op *b = ops + blk[i].x;
+		struct cg_tmpl *have = cg_table_find(b, blk[i].len);
+		if (have) {
+			cg_tmpl_add_start(have, in->anchor, blk[i].x);
+			continue;
+		}
+		/* The whole run again is the whole-run count's. */
+		if (blk[i].x == 0 && blk[i].len == n)
+			continue;
+		/* Found in both runs: seen twice already. */
+		if (cg_seen_note(cg_tmpl_key(b, blk[i].len), blk[i].len, 1) + 1 >= in->min_repeats)
+			out[nb++] = (struct cg_build){ blk[i].x, blk[i].len, 0 };
+	}
+	if (nb)
+		cg_debug("a %zu-op run recurs in %d pieces around ops that vary", n, nb);
+	return nb;
 }
 
 int cg_learn(const struct cg_learn_in *in, struct cg_build *out, struct cg_learn_out *res)
@@ -184,32 +231,15 @@ int cg_learn(const struct cg_learn_in *in, struct cg_build *out, struct cg_learn
 		return 0;
 	for (size_t i = 0; i < n; i++)
 		shape[i] = ops[i].shape;
-	size_t slot = cg_hist_slot(in->anchor, shape[0]);
 	int nb = 0;
-	if (cg_hist[slot].shape && cg_hist[slot].anchor == in->anchor && cg_hist[slot].first == shape[0]) {
-		struct cg_block blk[CG_MAX_BUILDS];
-		/* A piece between ops that vary pays a graph launch of its own:
-		 * shorter ones than CG_PIECE_MIN save little. */
-		size_t minlen = (size_t)in->min_ops > CG_PIECE_MIN ? (size_t)in->min_ops : CG_PIECE_MIN;
-		int got = cg_diff_blocks(shape, n, cg_hist[slot].shape, cg_hist[slot].n, minlen, blk, CG_MAX_BUILDS);
-		for (int i = 0; i < got; i++) {
-			/* The whole run again is the whole-run count's. */
-			if (blk[i].x == 0 && blk[i].len == n)
-				continue;
-			const struct cg_op *b = ops + blk[i].x;
-			struct cg_tmpl *have = cg_table_find(b, blk[i].len);
-			if (have) {
-				cg_tmpl_add_start(have, in->anchor, blk[i].x);
-				continue;
-			}
-			/* Found in both runs: seen twice already. */
-			if (cg_seen_note(cg_tmpl_key(b, blk[i].len), blk[i].len, 1) + 1 >= in->min_repeats)
-				out[nb++] = (struct cg_build){ blk[i].x, blk[i].len, 0 };
-		}
-		if (nb)
-			cg_debug("a %zu-op run recurs in %d pieces around ops that vary", n, nb);
-	}
-	cg_hist_store(slot, in, shape, n);
+	long slot = cg_hist_find(in->anchor, shape[0]);
+	if (slot < 0 && in->anchor)
+		slot = cg_hist_find(in->anchor, CG_ANY_FIRST);
+	if (slot >= 0)
+		nb = cg_learn_pieces(in, shape, (size_t)slot, out);
+	cg_hist_store(in, shape[0], shape, n);
+	if (in->anchor)
+		cg_hist_store(in, CG_ANY_FIRST, shape, n);
 	free(shape);
 	res->novel = seen == 1 && !nb;
 	return nb;

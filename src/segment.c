@@ -247,21 +247,26 @@ static int cg_period_from(struct cg_period *pd, int o, const struct cg_seg *s, s
 	int w = 0;
 	if (k < base)
 		return 0;
+	size_t len = k + 1 - base;
 	for (int i = 0; i < pd->at[o].ncand; i++) {
 		size_t p = cand[i];
 		if (s->ops[k].shape != s->ops[k - p].shape)
 			continue;
-		if (k + 1 == base + 2 * p) {
+		/* Halves of whole periods, once they reach CG_PERIOD_MIN_RUN:
+		 * a part of an iteration that repeats inside it is left to the
+		 * iteration's own end (a sync, a read-back). */
+		if (len % (2 * p) == 0 && (len >= pd->min_run || 2 * len > max_ops)) {
 			/* Same shapes with other arguments: a part of the
 			 * iteration (layers, a chain of one kernel) repeating
 			 * inside it, not the iteration. */
 			struct cg_seg from = { .ops = s->ops + base, .n = s->n - base };
-			if (!cg_values_recur(&from, p))
+			if (!cg_values_recur(&from, len / 2))
 				continue;
-			*found = p;
+			*found = len / 2;
 			return 1;
 		}
-		cand[w++] = p;
+		if (len + p <= max_ops)
+			cand[w++] = p;
 	}
 	pd->at[o].ncand = w;
 	size_t d = k - base;
@@ -269,7 +274,7 @@ static int cg_period_from(struct cg_period *pd, int o, const struct cg_seg *s, s
 	    2 * d <= max_ops) {
 		/* A period of one is complete where it is born. */
 		struct cg_seg from = { .ops = s->ops + base, .n = s->n - base };
-		if (d == 1 && cg_values_recur(&from, 1)) {
+		if (d == 1 && len >= pd->min_run && cg_values_recur(&from, 1)) {
 			*found = 1;
 			return 1;
 		}

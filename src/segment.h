@@ -97,19 +97,24 @@ void cg_seg_drop_front(struct cg_seg *s, size_t k) CG_HIDDEN;
 /* A segment may begin with a few ops that never recur (a timing event, a
  * first copy): periods are looked for from each of its first ops. */
 #define CG_PERIOD_ORIGINS 4
+/* Shorter stretches of periods are not cut: they may be parts of an
+ * iteration, repeating inside it. */
+#define CG_PERIOD_MIN_RUN 128
 struct cg_period {
 	struct {
 		size_t cand[CG_MAX_PERIODS];
 		int ncand;
 	} at[CG_PERIOD_ORIGINS];
+	size_t min_run; /* halves shorter than this are not reported (CG_PERIOD_MIN_RUN) */
 	size_t known; /* ops per segment once a period was found, 0 if none */
 	int misses;   /* cuts at the known period whose run did not recur */
 };
 enum cg_period_step { CG_PERIOD_NONE, CG_PERIOD_HALVES, CG_PERIOD_KNOWN, CG_PERIOD_MAX };
 /* After op n-1 was appended: CG_PERIOD_HALVES when ops [o,o+p) and
- * [o+p,o+2p) are one iteration twice (*p and *origin = o are set; the o ops
- * before them did not recur), CG_PERIOD_KNOWN when a segment of the known
- * period is complete, CG_PERIOD_MAX at max_ops. */
+ * [o+p,o+2p) are the same iterations twice (*p and *origin = o are set; the
+ * o ops before them did not recur; p is a multiple of the period, and 2p at
+ * least pd->min_run where max_ops allows), CG_PERIOD_KNOWN when a
+ * segment of the known period is complete, CG_PERIOD_MAX at max_ops. */
 enum cg_period_step cg_period_step(struct cg_period *pd, const struct cg_seg *s, size_t min_ops,
 				   size_t max_ops, size_t *p, size_t *origin) CG_HIDDEN;
 /* Forgets the candidates (a segment was cut). */

@@ -305,10 +305,12 @@ static void test_learn_adds_start(void **state)
 	}
 	struct cg_build b[CG_MAX_BUILDS];
 	struct cg_learn_out res;
-	/* The history is per place: the first op's shape and the anchor. Here
-	 * the first op varies too, so no run is compared with another. */
+	/* The history is per place: the first op's shape and the anchor, or
+	 * the anchor alone where the first op varies. Without an anchor (after
+	 * a boundary) and with the first op varying, no run is compared with
+	 * another. */
 	for (int r = 0; r < 3; r++)
-		assert_int_equal(learn(&runs[r], &anchor, 2, 0, b, &res), 0);
+		assert_int_equal(learn(&runs[r], NULL, 2, 0, b, &res), 0);
 	for (int r = 0; r < 3; r++)
 		cg_seg_free(&runs[r]);
 
@@ -333,6 +335,20 @@ static void test_learn_adds_start(void **state)
 	struct cg_tmpl *out[8];
 	assert_int_equal(cg_table_starting(&runs[2].ops[3], 0, &anchor, 3, out, 8), 1);
 	assert_ptr_equal(out[0], t);
+	for (int r = 0; r < 3; r++)
+		cg_seg_free(&runs[r]);
+
+	/* After a template, with the first op varying (a kernel over a growing
+	 * sequence): compared with the last run after that template. */
+	static struct cg_tmpl anchor2;
+	for (int r = 0; r < 3; r++) {
+		add(&runs[r], &kb, 500 + (unsigned)r, 0);
+		add_n(&runs[r], &ka, 50, 6);
+	}
+	assert_int_equal(learn(&runs[0], &anchor2, 2, 0, b, &res), 0);
+	assert_int_equal(learn(&runs[1], &anchor2, 2, 0, b, &res), 1);
+	assert_int_equal(b[0].start, 1);
+	assert_int_equal(b[0].n, 6);
 	for (int r = 0; r < 3; r++)
 		cg_seg_free(&runs[r]);
 }

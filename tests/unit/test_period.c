@@ -227,6 +227,31 @@ static void test_one_off_first(void **state)
 	cg_seg_free(&f.seg);
 }
 
+/* With a minimum run, halves are reported as whole periods once they are
+ * that long: a b, repeated, reports 128 at op 256 for a minimum of 256. */
+static void test_min_run(void **state)
+{
+	(void)state;
+	struct feed f;
+	feed_init(&f, 2, 4096);
+	f.pd.min_run = 256;
+	const struct ut_kernel *it[] = { &ka, &kb };
+	for (int i = 0; i < 255; i++)
+		assert_int_equal(feed(&f, it[i % 2], 100 + (uint64_t)(i % 2)), CG_PERIOD_NONE);
+	assert_int_equal(feed(&f, it[1], 101), CG_PERIOD_HALVES);
+	assert_int_equal(f.found, 128);
+	cg_seg_free(&f.seg);
+	/* A stretch of periods shorter than the minimum, then something else:
+	 * nothing (left to the iteration's end). */
+	feed_init(&f, 2, 4096);
+	f.pd.min_run = 256;
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(feed(&f, it[i % 2], 100 + (uint64_t)(i % 2)), CG_PERIOD_NONE);
+	for (int i = 0; i < 100; i++)
+		assert_int_equal(feed(&f, &kc, (uint64_t)i), CG_PERIOD_NONE);
+	cg_seg_free(&f.seg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -239,6 +264,7 @@ int main(void)
 		cmocka_unit_test_setup(test_known, setup),
 		cmocka_unit_test_setup(test_max_ops, setup),
 		cmocka_unit_test_setup(test_one_off_first, setup),
+		cmocka_unit_test_setup(test_min_run, setup),
 	};
 	return cmocka_run_group_tests_name("period", tests, NULL, NULL);
 }
