@@ -1126,8 +1126,11 @@ void cg_engine_govern(int aside)
 	cg_lock_take(&E.mu);
 	cg_wait_turn();
 	if (aside && !atomic_load(&cg_governed)) {
-		/* Held work is the owner thread's: it goes out eagerly, in order. */
+		/* Held work is the owner thread's: it goes out eagerly, in order.
+		 * The run is dropped, not learnt: graphs are built by the threads
+		 * that run the program's work, in their context. */
 		cg_resolve(1, 0);
+		E.run.n = 0;
 		cg_run_end(0);
 		E.expect = NULL;
 		E.period.known = 0;
@@ -1143,6 +1146,10 @@ void cg_engine_exit(void)
 	cg_wait_turn();
 	if (E.mode == CG_DEFER)
 		cg_resolve(0, 0);
+	/* What libraries tear down after this (modules unregistered, libraries
+	 * unloaded) passes through: nothing is held or learnt any more. */
+	atomic_store(&cg_dead, 1);
+	cg_stand_aside_changed();
 	cg_lock_give(&E.mu);
 }
 

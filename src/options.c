@@ -67,7 +67,8 @@ static const struct cg_opt_desc cg_opt_table[] = {
 	{ "CGRAFT_DRIVER_OPS", CG_OPT_BOOL, &cg_opt.driver_ops, 0, "1",
 	  "replay kernels launched through the driver (cuBLAS, static runtimes); 0 makes them segment ends" },
 	{ "CGRAFT_BACKOFF_SLOW", CG_OPT_BOOL, &cg_opt.backoff_slow, 0, "1",
-	  "send a segment back to eager when its replay does not save host time" },
+	  "send a stretch back to eager when its replay saves no host time, and stand aside where replay does not "
+	  "make the program faster" },
 	{ "CGRAFT_NCCL", CG_OPT_BOOL, &cg_opt.nccl, 0, "0",
 	  "1: NCCL collectives are held and replayed inside graphs (captured as child graphs); every rank must "
 	  "make the same calls, as NCCL requires of captured ones; 0: they end segments" },
