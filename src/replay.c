@@ -38,6 +38,11 @@ struct cg_graph {
 	uint8_t *fresh;
 	CUevent *fork;          /* one per stream past the first */
 	CUevent join, waitev;
+	/* One per stream past the first that orders against the legacy stream
+	 * (the legacy stream, a blocking one, the per-thread one), recorded
+	 * after its join: its last op then follows the replayed work, as the
+	 * work the legacy stream's rules order after it expects; NULL else. */
+	CUevent *mark;
 	/* Held pageable sources are copied into pinned staging at launch, two
 	 * buffers in turn; done[b] orders a rewrite after the launch that read b. */
 	uint8_t *staging[2];
@@ -255,6 +260,13 @@ static int cg_make_events(struct cg_graph *g, const struct cg_tmpl *t)
 				return -EIO;
 		if (CG_BK(event_create, &g->join, fl) != CUDA_SUCCESS)
 			return -EIO;
+		g->mark = calloc((size_t)ns, sizeof *g->mark);
+		if (!g->mark)
+			return -ENOMEM;
+		for (int i = 1; i < ns; i++)
+			if (cg_stream_blocking(NULL, g->dag.streams[i]) &&
+			    CG_BK(event_create, &g->mark[i], fl) != CUDA_SUCCESS)
+				return -EIO;
 	}
 	if (t->ops[t->n - 1].flags & CG_F_HOST_WAITS &&
 	    CG_BK(event_create, &g->waitev, fl) != CUDA_SUCCESS)
@@ -433,6 +445,7 @@ static void cg_graph_free_memory(struct cg_graph *g)
 	free(g->hist);
 	free(g->node);
 	free(g->fork);
+	free(g->mark);
 	free(g->stage_off);
 	free(g);
 }
@@ -452,6 +465,9 @@ void cg_graph_destroy(struct cg_graph *g)
 			CG_BK(event_destroy, g->fork[i]);
 	if (g->join)
 		CG_BK(event_destroy, g->join);
+	for (int i = 1; g->mark && i < g->dag.nstreams; i++)
+		if (g->mark[i])
+			CG_BK(event_destroy, g->mark[i]);
 	if (g->waitev)
 		CG_BK(event_destroy, g->waitev);
 	for (int b = 0; b < 2; b++) {
@@ -607,8 +623,11 @@ static int cg_stage(struct cg_graph *g, const struct cg_tmpl *t, struct cg_varia
 	if (g->used[b] && CG_BK(event_query, g->done[b]) != CUDA_SUCCESS &&
 	    CG_BK(event_sync, g->done[b]) != CUDA_SUCCESS)
 		return -EIO;
+	/* Which ops are staged is the template's to say: a held op the fast
+	 * path left implicit (a kernel) is not written out. A staged copy is
+	 * always, with the program's source in it, of the template's shape. */
 	for (size_t i = 0; i < t->n; i++)
-		if (cg_staged(&ops[i])) {
+		if (cg_staged(&t->ops[i])) {
 			const struct cg_op *o = &ops[i];
 			size_t n = o->u.cp.spitch * o->u.cp.sheight * (o->u.cp.depth - 1) +
 				   o->u.cp.spitch * (o->u.cp.height - 1) + o->u.cp.width;
@@ -617,7 +636,7 @@ static int cg_stage(struct cg_graph *g, const struct cg_tmpl *t, struct cg_varia
 	if (v->stage != b) {
 		v->stage = b;
 		for (size_t i = 0; i < t->n; i++)
-			if (cg_staged(&ops[i]) && cg_update_node(g, t, v, i, &ops[i]))
+			if (cg_staged(&t->ops[i]) && cg_update_node(g, t, v, i, &ops[i]))
 				return -EIO;
 	}
 	g->cur = b;
@@ -662,8 +681,11 @@ int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l)
 	}
 	if (g->dag.nstreams > 1) {
 		CG_BK(event_record, g->join, ls);
-		for (int i = 1; i < g->dag.nstreams; i++)
+		for (int i = 1; i < g->dag.nstreams; i++) {
 			CG_BK(stream_wait, g->dag.streams[i], g->join, 0);
+			if (g->mark[i])
+				CG_BK(event_record, g->mark[i], g->dag.streams[i]);
+		}
 	}
 	if (g->stage_size) {
 		CG_BK(event_record, g->done[g->cur], ls);

@@ -23,8 +23,17 @@
  * --bare-check checks the claim empirically over scheduler seeds.
  *
  * --dump prints the generated program; --trace prints each call made, its
- * return code and the running digest; FUZZ_CHECK=1 makes the program stop at a
- * call whose result the generator did not expect (a generator bug).
+ * return code and the running digest; --gen-only generates (and fixes)
+ * without running. FUZZ_CHECK=1 makes the program stop at a call whose result
+ * the generator did not expect (a generator bug, exit status 3).
+ *
+ * For taking a failure apart: FUZZ_DROP=id,... removes template ops and
+ * FUZZ_ITERS / FUZZ_WITERS set the iteration counts before the fixer runs
+ * (run_fuzz.py --minimize uses them); FUZZ_NOIMPLICIT=1 makes the model ignore
+ * the legacy stream's implicit ordering, so that explicit waits stand for it;
+ * FUZZ_NOBLOCKING=1 makes every stream non-blocking and keeps work off the
+ * legacy and per-thread streams where it can; FUZZ_NOFIX=1 skips the fixer
+ * (its programs are nondeterministic: for checking the checker).
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -34,6 +43,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include <dlfcn.h>
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -313,7 +324,8 @@ typedef struct {
     X(EVENT_QUERY) X(EVENT_SYNC) X(STREAM_QUERY) X(STREAM_SYNC) X(DEVICE_SYNC) X(HOSTFN) X(MALLOC) X(FREE) \
     X(STREAM_CREATE) X(STREAM_DESTROY) X(EVENT_CREATE) X(EVENT_DESTROY) X(FUNC_ATTR) X(CAPTURE) \
     X(GRAPH_LAUNCH) X(WRITE_VALUE) X(WAIT_VALUE) X(HOST_WRITE) X(HOST_READ) X(READBACK) X(ERR) \
-    X(LAST_ERROR) X(INFO) X(SYMBOL) X(WORKER_START) X(WORKER_JOIN) X(PROCADDR) X(MODULE) X(CLEAR_ERROR)
+    X(LAST_ERROR) X(INFO) X(SYMBOL) X(WORKER_START) X(WORKER_JOIN) X(PROCADDR) X(MODULE) X(CLEAR_ERROR) \
+    X(GRAPH_BUILD) X(GRAPH_SETPARAM)
 #define X(n) OP_##n,
 enum { OPKINDS(X) NOPK };
 #undef X
@@ -545,7 +557,9 @@ typedef struct {
     mevent_t ev[MAXE];
     mbuf_t buf[MAXB];
     vc_t flagw[2][NFLAG];
-    int window, joined;
+    int flagit[2][NFLAG];        /* 1 + the iteration of the last value written */
+    int gbuilt[MAXG];
+    int window, joined, started;
     unsigned limit[3][NKERN];
     int gn[MAXG], gb[MAXG][24], gw[MAXG][24];   /* what each setup graph touches */
     hz_t *hz;
@@ -635,8 +649,13 @@ typedef struct {
     int th, host, slot, alt;
 } who_t;
 
-static void m_check(model_t *M, int b, int write, vc_t *v, const acc_t *c, const who_t *w)
+/* Access flags: reads, writes, writes every byte (the buffer's contents are
+ * defined from then on: reading a buffer before that is a generator bug). */
+enum { AC_R = 1, AC_W = 2, AC_FULL = 4 };
+
+static void m_check(model_t *M, int b, int fl, vc_t *v, const acc_t *c, const who_t *w)
 {
+    int write = fl & AC_W;
     if (b < 0 || b >= MAXB) {
         mbug(M, "bad buffer slot %d", b);
         return;
@@ -646,7 +665,7 @@ static void m_check(model_t *M, int b, int write, vc_t *v, const acc_t *c, const
         mbug(M, "buffer %d used while not allocated", b);
         return;
     }
-    if (!write && !B->init) {
+    if ((fl & AC_R) && !B->init) {
         mbug(M, "buffer %d read before it was written", b);
         return;
     }
@@ -665,13 +684,14 @@ static void m_check(model_t *M, int b, int write, vc_t *v, const acc_t *c, const
 
 /* v: the accessor's clock. A read ordered before a newer one needs no
  * keeping: whatever comes after the newer one comes after it too. */
-static void m_commit(model_t *M, int b, int write, const acc_t *c, const vc_t *v)
+static void m_commit(model_t *M, int b, int fl, const acc_t *c, const vc_t *v)
 {
     mbuf_t *B = &M->buf[b];
-    if (write) {
+    if (fl & AC_W) {
         B->w = *c;
         B->hasw = 1;
-        B->init = 1;
+        if (fl & AC_FULL)
+            B->init = 1;
         B->nr = 0;
         return;
     }
@@ -692,19 +712,25 @@ typedef struct {
     int n, b[24], w[24];
 } accs_t;
 
-static void acc_add(accs_t *A, int b, int write)
+static void acc_add(accs_t *A, int b, int fl)
 {
     if (b < 0)
         return;
     for (int i = 0; i < A->n; i++)
         if (A->b[i] == b) {
-            A->w[i] |= write;
+            A->w[i] |= fl;
             return;
         }
     if (A->n < 24) {
         A->b[A->n] = b;
-        A->w[A->n++] = write;
+        A->w[A->n++] = fl;
     }
+}
+
+/* AC_W, and AC_FULL when elements off..off+len cover all of buffer b. */
+static int wr(const prog_t *P, int b, int off, int len)
+{
+    return AC_W | (b >= 0 && off == 0 && len >= P->buf[b].n ? AC_FULL : 0);
 }
 
 /* A device op on slot: the clock it starts with, by stream order, pending
@@ -721,7 +747,15 @@ static void m_dev_vc(model_t *M, int th, int slot, vc_t *v)
     *v = s->last;
     vc_join(v, &s->wait, n);
     vc_join(v, &M->host[th], n);
-    if (s->kind == SK_LEGACY) {
+    static int noimplicit = -1;
+    if (noimplicit < 0) {
+        /* FUZZ_NOIMPLICIT=1, for telling failures apart: the legacy stream's
+         * implicit ordering is not relied on, explicit waits stand for it. */
+        const char *e = getenv("FUZZ_NOIMPLICIT");
+        noimplicit = e && *e && strcmp(e, "0");
+    }
+    if (noimplicit) {
+    } else if (s->kind == SK_LEGACY) {
         for (int t = 0; t < MAXS; t++) {
             mstream_t *x = &M->st[t];
             if (t == slot || !x->alive || !blocking_kind(x->kind))
@@ -765,15 +799,15 @@ static void m_devop(model_t *M, int th, int slot, int alt, const accs_t *A, vc_t
         *out = v;
 }
 
-static void m_hostacc(model_t *M, int th, int b, int write)
+static void m_hostacc(model_t *M, int th, int b, int fl)
 {
     int ag = AG_H0 + th;
     vc_t *v = &M->host[th];
     v->c[ag] = ++M->seq[ag];
     acc_t c = { ag, v->c[ag], M->csec, M->cid };
     who_t w = { th, 1, -1, 0 };
-    m_check(M, b, write, v, &c, &w);
-    m_commit(M, b, write, &c, v);
+    m_check(M, b, fl, v, &c, &w);
+    m_commit(M, b, fl, &c, v);
 }
 
 static void m_hostjoin(model_t *M, int th, const vc_t *v)
@@ -789,11 +823,11 @@ static void kernel_accs(const prog_t *P, const op_t *o, int it, accs_t *A)
     for (; *r; r++) {
         if (*r != 'm' && *r != 'r' && *r != 'w')
             continue;
-        acc_add(A, r_b(o, bi, it), *r != 'r');
+        acc_add(A, r_b(o, bi, it), *r == 'r' ? AC_R : *r == 'w' ? AC_W : AC_R | AC_W);
         bi++;
     }
     if (o->k == KN_NOPARAM)
-        acc_add(A, B_SYM, 1);
+        acc_add(A, B_SYM, AC_R | AC_W);
 }
 
 static int kernel_ok(const model_t *M, const op_t *o, int it)
@@ -802,6 +836,48 @@ static int kernel_ok(const model_t *M, const op_t *o, int it)
     if (o->bx > 1024 || o->gx <= 0)
         return 0;
     return (unsigned)o->shmem <= M->limit[limit_class(o)][o->k];
+}
+
+/* A capture must capture all its ops: each on the origin or on a stream
+ * that joined by waiting for an event recorded in the capture, and every
+ * stream that joined must be joined back into the origin at the end. */
+static int capture_ok(const prog_t *P, int sec, int origin)
+{
+    const seq_t *q = &P->sec[sec];
+    int in[MAXS] = { 0 }, dirty[MAXS] = { 0 };
+    int evs[MAXE], evd[MAXE];     /* event: recorded on stream, stream had no later op */
+    for (int e = 0; e < MAXE; e++)
+        evs[e] = -1, evd[e] = 0;
+    in[origin] = 1;
+    for (int i = 0; i < q->n; i++) {
+        const op_t *o = &q->v[i];
+        if (o->s < 0 || o->s >= MAXS)
+            continue;
+        if (o->kind == OP_STREAM_WAIT) {
+            if (evs[o->e] < 0)
+                return 0;
+            in[o->s] = 1;
+            if (o->s == origin && evd[o->e])
+                dirty[evs[o->e]] = 0;
+            continue;
+        }
+        if (!in[o->s])
+            return 0;
+        if (o->kind == OP_EVENT_RECORD) {
+            evs[o->e] = o->s;
+            evd[o->e] = 1;
+            continue;
+        }
+        for (int e = 0; e < MAXE; e++)
+            if (evs[e] == o->s)
+                evd[e] = 0;
+        if (o->s != origin)
+            dirty[o->s] = 1;
+    }
+    for (int t = 0; t < MAXS; t++)
+        if (t != origin && in[t] && dirty[t])
+            return 0;
+    return 1;
 }
 
 /* What a capture section touches, resolved at iteration it. */
@@ -815,16 +891,18 @@ static void capture_accs(const prog_t *P, int sec, int it, accs_t *A)
             kernel_accs(P, o, it, A);
             break;
         case OP_MEMSET_ASYNC:
+            acc_add(A, r_b(o, 0, it), wr(P, r_b(o, 0, it), o->off, o->len));
+            break;
         case OP_MEMSET2D_ASYNC:
-            acc_add(A, r_b(o, 0, it), 1);
+            acc_add(A, r_b(o, 0, it), AC_W);
             break;
         case OP_MEMCPY_ASYNC:
-            acc_add(A, r_b(o, 1, it), 0);
-            acc_add(A, r_b(o, 0, it), 1);
+            acc_add(A, r_b(o, 1, it), AC_R);
+            acc_add(A, r_b(o, 0, it), wr(P, r_b(o, 0, it), o->off, o->len));
             break;
         case OP_HOSTFN:
-            acc_add(A, o->slot, 1);
-            acc_add(A, r_b(o, 0, it), 0);
+            acc_add(A, o->slot, AC_R | AC_W);
+            acc_add(A, r_b(o, 0, it), AC_R);
             break;
         default:
             break;
@@ -870,11 +948,12 @@ static void model_op(model_t *M, const op_t *o, int it, int th)
         int d = r_b(o, 0, it), sb = r_b(o, 1, it);
         int dk = P->buf[d].kind, sk = P->buf[sb].kind;
         int sync = o->kind == OP_MEMCPY || o->kind == OP_MEMCPY2D || o->kind == OP_MEMCPY3D;
+        int lin = o->kind == OP_MEMCPY || o->kind == OP_MEMCPY_ASYNC;
         if (sk == BK_PAGEABLE)
-            m_hostacc(M, th, sb, 0);
+            m_hostacc(M, th, sb, AC_R);
         else
-            acc_add(&A, sb, 0);
-        acc_add(&A, d, 1);
+            acc_add(&A, sb, AC_R);
+        acc_add(&A, d, lin ? wr(P, d, o->off, o->len) : AC_W);
         m_devop(M, th, s, alt, &A, &v);
         if (dk == BK_PAGEABLE || (sync && (is_pinned(dk) || (is_pinned(sk) && is_devlike(dk)))))
             m_hostjoin(M, th, &v);
@@ -883,17 +962,17 @@ static void model_op(model_t *M, const op_t *o, int it, int th)
     case OP_MEMCPY_BATCH: {
         int d = r_b(o, 0, it), sb = r_b(o, 1, it);
         if (o->flags & 1)   /* the source is read during the call */
-            m_hostacc(M, th, sb, 0);
+            m_hostacc(M, th, sb, AC_R);
         else
-            acc_add(&A, sb, 0);
-        acc_add(&A, d, 1);
+            acc_add(&A, sb, AC_R);
+        acc_add(&A, d, AC_W);
         m_devop(M, th, s, alt, &A, NULL);
         break;
     }
     case OP_MEMSET_ASYNC:
     case OP_MEMSET:
     case OP_MEMSET2D_ASYNC:
-        acc_add(&A, r_b(o, 0, it), 1);
+        acc_add(&A, r_b(o, 0, it), o->kind == OP_MEMSET2D_ASYNC ? AC_W : wr(P, r_b(o, 0, it), o->off, o->len));
         m_devop(M, th, s, alt, &A, NULL);
         break;
     case OP_EVENT_RECORD: {
@@ -948,8 +1027,8 @@ static void model_op(model_t *M, const op_t *o, int it, int th)
             m_hostjoin(M, th, &M->sub[1]);
         break;
     case OP_HOSTFN:
-        acc_add(&A, o->slot, 1);
-        acc_add(&A, r_b(o, 0, it), 0);
+        acc_add(&A, o->slot, AC_R | AC_W);
+        acc_add(&A, r_b(o, 0, it), AC_R);
         m_devop(M, th, s, alt, &A, NULL);
         break;
     case OP_MALLOC: {
@@ -975,10 +1054,10 @@ static void model_op(model_t *M, const op_t *o, int it, int th)
     case OP_FREE: {
         int b = o->b[0];
         if (P->buf[b].kind == BK_DEVASYNC) {
-            acc_add(&A, b, 1);
+            acc_add(&A, b, AC_W);
             m_devop(M, th, s, alt, &A, NULL);
         } else {
-            m_hostacc(M, th, b, 1);
+            m_hostacc(M, th, b, AC_W);
         }
         M->buf[b].alive = 0;
         break;
@@ -1018,6 +1097,10 @@ static void model_op(model_t *M, const op_t *o, int it, int th)
         break;
     }
     case OP_CAPTURE: {
+        if (!capture_ok(P, o->sec, o->s))
+            mbug(M, "capture does not capture all its work");
+        if (o->slot >= 0)
+            M->gbuilt[o->slot] = 1;
         /* Work a stream had been told to wait for is not assumed to carry
          * over a capture. */
         vc_zero(&M->st[o->s].wait, M->nag);
@@ -1035,7 +1118,25 @@ static void model_op(model_t *M, const op_t *o, int it, int th)
             m_devop(M, th, o->sl, 0, &A, NULL);
         break;
     }
+    case OP_GRAPH_BUILD:
+        if (o->slot >= 0)
+            M->gbuilt[o->slot] = 1;
+        capture_accs(P, o->sec, it, &A);
+        if (o->slot >= 0) {
+            M->gn[o->slot] = A.n;
+            memcpy(M->gb[o->slot], A.b, sizeof(A.b));
+            memcpy(M->gw[o->slot], A.w, sizeof(A.w));
+        }
+        for (int i = 0; i < o->nlaunch; i++)
+            m_devop(M, th, o->sl, 0, &A, NULL);
+        break;
+    case OP_GRAPH_SETPARAM:
+        if (!M->gbuilt[o->slot])
+            mbug(M, "graph %d updated but never built", o->slot);
+        break;
     case OP_GRAPH_LAUNCH:
+        if (!M->gbuilt[o->slot])
+            mbug(M, "graph %d launched but never built", o->slot);
         A.n = M->gn[o->slot];
         memcpy(A.b, M->gb[o->slot], sizeof(A.b));
         memcpy(A.w, M->gw[o->slot], sizeof(A.w));
@@ -1050,6 +1151,7 @@ static void model_op(model_t *M, const op_t *o, int it, int th)
                 break;
             }
         *last = v;
+        M->flagit[o->b[0] == B_FLAGH][o->slot] = it + 1;
         break;
     }
     case OP_WAIT_VALUE:
@@ -1060,6 +1162,10 @@ static void model_op(model_t *M, const op_t *o, int it, int th)
             M->host[th].c[ag] = ++M->seq[ag];
             vc_join(&M->st[s].wait, &M->host[th], M->nag);
         } else {
+            if (M->flagit[o->b[0] == B_FLAGH][o->slot] != it + 1) {
+                mbug(M, "wait for a value of flag word %d no one wrote", o->slot);
+                break;
+            }
             m_dev_vc(M, th, s, &v);
             if (M->bug)
                 break;
@@ -1068,41 +1174,53 @@ static void model_op(model_t *M, const op_t *o, int it, int th)
         }
         break;
     case OP_HOST_WRITE:
-        m_hostacc(M, th, o->b[0], 1);
+        m_hostacc(M, th, o->b[0], wr(P, o->b[0], o->off, o->len));
         break;
     case OP_HOST_READ:
-        m_hostacc(M, th, r_b(o, 0, it), 0);
+        m_hostacc(M, th, r_b(o, 0, it), AC_R);
         break;
     case OP_READBACK:
-        acc_add(&A, r_b(o, 0, it), 0);
+        acc_add(&A, r_b(o, 0, it), AC_R);
         m_devop(M, th, s, alt, &A, &v);
         m_hostjoin(M, th, &v);
         break;
     case OP_SYMBOL:
         switch (o->api) {
         case 0:   /* to the symbol from pageable memory, blocking */
-            m_hostacc(M, th, o->b[1], 0);
-            acc_add(&A, B_SYM, 1);
+            m_hostacc(M, th, o->b[1], AC_R);
+            acc_add(&A, B_SYM, wr(P, B_SYM, o->off, o->len));
             m_devop(M, th, s, alt, &A, NULL);
             break;
         case 1:   /* to the symbol, stream-ordered */
-            acc_add(&A, r_b(o, 1, it), 0);
-            acc_add(&A, B_SYM, 1);
+            acc_add(&A, r_b(o, 1, it), AC_R);
+            acc_add(&A, B_SYM, wr(P, B_SYM, o->off, o->len));
             m_devop(M, th, s, alt, &A, NULL);
             break;
         case 2:   /* from the symbol into pageable memory, blocking */
-            acc_add(&A, B_SYM, 0);
+            acc_add(&A, B_SYM, AC_R);
             m_devop(M, th, s, alt, &A, &v);
             m_hostjoin(M, th, &v);
             break;
         default:  /* from the symbol, stream-ordered */
-            acc_add(&A, B_SYM, 0);
-            acc_add(&A, r_b(o, 0, it), 1);
+            acc_add(&A, B_SYM, AC_R);
+            acc_add(&A, r_b(o, 0, it), AC_W);
             m_devop(M, th, s, alt, &A, NULL);
             break;
         }
         break;
+    case OP_ERR:
+    case OP_INFO:
+        /* The buffers they name are real arguments, even of calls that fail. */
+        for (int i = 0; i < 2; i++)
+            if (o->b[i] >= 0 && (o->kind == OP_ERR || o->api == 3) && !M->buf[o->b[i]].alive)
+                mbug(M, "buffer %d named while not allocated", o->b[i]);
+        if (o->e >= 0 && o->kind == OP_ERR && o->api == 3 && !M->ev[o->e].alive)
+            mbug(M, "event %d named while not alive", o->e);
+        break;
     case OP_WORKER_START: {
+        if (M->started)
+            mbug(M, "worker started twice");
+        M->started = 1;
         M->host[1] = M->host[0];
         M->window = 1;
         int csec = M->csec;
@@ -1114,6 +1232,8 @@ static void model_op(model_t *M, const op_t *o, int it, int th)
         break;
     }
     case OP_WORKER_JOIN:
+        if (!M->started || M->joined)
+            mbug(M, "worker joined but not running");
         m_hostjoin(M, 0, &M->host[1]);
         M->window = 0;
         M->joined = 1;
@@ -1164,6 +1284,8 @@ static model_t *model_run(prog_t *P)
     for (int it = 0; it < P->iters && !M->bug; it++)
         model_section(M, SEC_BODY, it, 0);
     model_section(M, SEC_TEAR, 0, 0);
+    if (M->started && !M->joined)
+        mbug(M, "worker never joined");
     return M;
 }
 
@@ -1335,10 +1457,10 @@ enum {
     E_KERNEL, E_NOPARAM, E_D2D, E_H2D, E_D2H, E_MEMCPY_SYNC, E_2D, E_3D, E_BATCH, E_MEMSET, E_MEMSET_SYNC,
     E_MEMSET2D, E_RECORD, E_WAIT, E_FORKJOIN, E_QUERY, E_SYNC, E_HOSTFN, E_TEMPBUF, E_TEMPSTREAM,
     E_TEMPEVENT, E_FUNCATTR, E_CAPTURE, E_GRAPHLAUNCH, E_VALUE, E_HOSTREAD, E_READBACK, E_ERR, E_LASTERR,
-    E_INFO, E_SYMBOL, E_HOSTWRITE, NEMIT
+    E_INFO, E_SYMBOL, E_HOSTWRITE, E_GRAPHBUILD, E_SETPARAM, NEMIT
 };
 static const int EW[NEMIT] = {
-    30, 3, 6, 6, 5, 3, 3, 2, 2, 5, 2, 2, 6, 6, 5, 3, 4, 3, 2, 2, 1, 2, 2, 3, 2, 3, 2, 3, 2, 2, 2, 2,
+    30, 3, 6, 6, 5, 3, 3, 2, 2, 5, 2, 2, 6, 6, 5, 3, 4, 3, 2, 2, 1, 2, 2, 3, 2, 3, 2, 3, 2, 2, 2, 2, 2, 3,
 };
 
 typedef struct {
@@ -1361,10 +1483,24 @@ static int emit(gen_t *G, op_t o)
     return emit_in(G->P, G->sec, o);
 }
 
+/* FUZZ_NOBLOCKING=1, for telling failures apart: every stream non-blocking,
+ * and no work on the legacy or per-thread streams but what has to be there. */
+static int no_blocking(void)
+{
+    static int v = -1;
+    if (v < 0) {
+        const char *e = getenv("FUZZ_NOBLOCKING");
+        v = e && *e && strcmp(e, "0");
+    }
+    return v;
+}
+
 static int add_stream(prog_t *P, int kind, int owner, int temp, rng_t *r)
 {
     if (P->nst >= MAXS)
         return -1;
+    if (no_blocking())
+        kind = SK_NONBLOCK;
     P->st[P->nst] = (gstream_t){ kind, owner, temp, ri(r, 0, 3), -ri(r, 0, 5) };
     return P->nst++;
 }
@@ -1377,11 +1513,18 @@ static int add_buf(prog_t *P, int kind, int n, int owner, int temp, rng_t *r)
     return P->nbuf++;
 }
 
+static int pick_user_stream(gen_t *G, int temps, int not1, int not2);
+
 /* Streams the generating thread may use here. */
 static int pick_stream(gen_t *G, int legacy, int ptds, int temps)
 {
     int c[MAXS], n = 0;
     const prog_t *P = G->P;
+    if (no_blocking()) {
+        int u = pick_user_stream(G, temps, -1, -1);
+        if (u >= 0)
+            return u;
+    }
     if (G->th == 0) {
         if (legacy)
             c[n++] = SL_LEGACY, c[n++] = SL_LEGACY;
@@ -1984,6 +2127,96 @@ static void gen_capture(gen_t *G, int s, int t, int slot, int sl, int nlaunch)
     emit(G, c);
 }
 
+/* A graph made with the graph API: a chain of kernel, memset and copy nodes
+ * (the ops of a section), instantiated; kept in a setup slot, or launched
+ * nlaunch times on sl. */
+static void gen_graph_build(gen_t *G, int slot, int sl, int nlaunch)
+{
+    prog_t *P = G->P;
+    rng_t *r = G->r;
+    if (P->ncap >= MAXCAP)
+        return;
+    int sec = SEC_CAP0 + P->ncap++;
+    int saved = G->sec, swm = G->wmod, swr = G->wrem;
+    G->sec = sec;
+    G->wmod = G->wrem = 0;
+    int n = ri(r, 1, 4);
+    for (int i = 0; i < n; i++) {
+        int x = ri(r, 0, 9);
+        if (x < 6) {
+            emit(G, gen_kernel(G, rand_kernel(r, 1), SL_LEGACY, 1));
+        } else if (x < 8) {
+            op_t m = op_new(OP_MEMSET_ASYNC);
+            m.b[0] = pick_buf(G, M_DEV, 0);
+            region(r, P->N, &m.off, &m.len);
+            m.x = (u32)rnext(r);
+            m.s = SL_LEGACY;
+            emit(G, m);
+        } else {
+            op_t c = op_new(OP_MEMCPY_ASYNC);
+            c.b[0] = pick_buf(G, M_DEV, 0);
+            c.b[1] = pick_buf(G, M_DEV, 0);
+            region(r, P->N, &c.off, &c.len);
+            c.off2 = ri(r, 0, P->N - c.len);
+            if (c.b[0] == c.b[1])
+                c.off = 0, c.len = P->N / 2, c.off2 = P->N / 2;
+            c.s = SL_LEGACY;
+            emit(G, c);
+        }
+    }
+    G->sec = saved;
+    G->wmod = swm;
+    G->wrem = swr;
+    op_t g = op_new(OP_GRAPH_BUILD);
+    g.sec = sec;
+    g.slot = slot;
+    g.sl = sl;
+    g.nlaunch = nlaunch;
+    g.api = ri(r, 0, 1);          /* runtime or driver node calls */
+    g.flags = ri(r, 0, 3);        /* bit 0: upload first; bit 1: a priority attribute on the kernel nodes */
+    g.z = (u32)ri(r, 0, 2);
+    emit(G, g);
+}
+
+/* New scalars for a kernel node of a setup graph, then a launch. */
+static void e_setparam(gen_t *G)
+{
+    prog_t *P = G->P;
+    rng_t *r = G->r;
+    int cand[MAXG], nc = 0;
+    for (int sec = SEC_SETUP; sec <= SEC_SETUP; sec++)
+        for (int i = 0; i < P->sec[sec].n; i++) {
+            const op_t *o = &P->sec[sec].v[i];
+            if (o->kind == OP_GRAPH_BUILD && o->slot >= 0)
+                cand[nc++] = i;
+        }
+    if (!nc)
+        return;
+    const op_t *g = &P->sec[SEC_SETUP].v[cand[ri(r, 0, nc - 1)]];
+    const seq_t *q = &P->sec[g->sec];
+    int ks[16], nk = 0;
+    for (int i = 0; i < q->n && nk < 16; i++)
+        if (q->v[i].kind == OP_KERNEL && strchr(KD[q->v[i].k].roles, 'u'))
+            ks[nk++] = i;
+    if (nk) {
+        int i = ks[ri(r, 0, nk - 1)];
+        op_t o = q->v[i];
+        o.kind = OP_GRAPH_SETPARAM;
+        o.slot = g->slot;
+        o.z = (u32)i;            /* the node */
+        o.xvar = 1;
+        o.y = (u32)ri(r, 1, 1000) * 2u;
+        o.api = ri(r, 0, 1);
+        o.s = o.s2 = -1;
+        emit(G, o);
+    }
+    op_t l = op_new(OP_GRAPH_LAUNCH);
+    l.slot = g->slot;
+    l.s = pick_stream(G, 1, 1, 1);
+    l.api = ri(r, 0, 1);
+    emit(G, l);
+}
+
 static void e_capture(gen_t *G)
 {
     int s = pick_user_stream(G, 1, -1, -1);
@@ -2125,6 +2358,8 @@ static void e_info(gen_t *G)
     o.k = rand_kernel(r, 1);
     if (o.b[0] < 0 && o.api == 3)
         o.api = 0;
+    if (G->th && o.api == 4)
+        o.api = 5;   /* the main thread may change the limit it reports meanwhile */
     emit(G, o);
 }
 
@@ -2372,6 +2607,14 @@ static void gen_one(gen_t *G)
     case E_HOSTWRITE:
         e_hostwrite(G);
         break;
+    case E_GRAPHBUILD:
+        if (!G->th && !G->wmod && G->depth == 1)
+            gen_graph_build(G, -1, pick_stream(G, 1, 1, 1), ri(r, 1, 2));
+        break;
+    case E_SETPARAM:
+        if (!G->th && G->sec == SEC_BODY)
+            e_setparam(G);
+        break;
     }
     G->depth--;
 }
@@ -2496,7 +2739,8 @@ static void gen_worker(gen_t *G, int nops)
     int saved[NEMIT];
     memcpy(saved, G->w, sizeof(saved));
     static const int no[] = { E_NOPARAM, E_MEMCPY_SYNC, E_2D, E_3D, E_TEMPBUF, E_TEMPSTREAM, E_TEMPEVENT,
-                              E_FUNCATTR, E_CAPTURE, E_GRAPHLAUNCH, E_VALUE, E_SYMBOL };
+                              E_FUNCATTR, E_CAPTURE, E_GRAPHLAUNCH, E_VALUE, E_SYMBOL, E_GRAPHBUILD,
+                              E_SETPARAM };
     for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++)
         G->w[no[i]] = 0;
     if (!G->w[E_KERNEL])
@@ -2697,6 +2941,8 @@ static void gen_program(prog_t *P, u64 seed)
             gen_capture(&G, s, t, P->ngraph++, pick_stream(&G, 1, 1, 0), ri(&r, 0, 1));
         }
     }
+    if (pct(&r, 40) && P->ngraph < MAXG)
+        gen_graph_build(&G, P->ngraph++, pick_stream(&G, 1, 1, 0), ri(&r, 0, 1));
     gen_some(&G, ri(&r, 0, 3));
     o = op_new(OP_DEVICE_SYNC);
     o.api = ri(&r, 0, 1);
@@ -2827,6 +3073,8 @@ typedef struct {
     cudaEvent_t ev[MAXE];
     u32 *buf[MAXB];
     cudaGraphExec_t gexec[MAXG];
+    cudaGraph_t graph[MAXG];          /* graphs made with the graph API, for node updates */
+    cudaGraphNode_t gnode[MAXG][16];
     cudaGraphExec_t *texec;
     int ntexec, captexec;
     CUmodule mod;
@@ -3481,6 +3729,183 @@ static void exec_capture(xctx_t *X, const op_t *o, int it)
     }
 }
 
+typedef cudaError_t (*pfn_rt_nodeattr_t)(cudaGraphNode_t, cudaKernelNodeAttrID, const cudaKernelNodeAttrValue *);
+typedef CUresult (*pfn_cu_nodeattr_t)(CUgraphNode, CUkernelNodeAttrID, const CUkernelNodeAttrValue *);
+
+static void kernel_node_params(xctx_t *X, const op_t *k, int it, kargs_t *A, struct cudaKernelNodeParams *rp,
+                               CUDA_KERNEL_NODE_PARAMS *cp)
+{
+    build_args(X, k, it, A);
+    memset(rp, 0, sizeof(*rp));
+    rp->func = (void *)KD[k->k].fn;
+    rp->gridDim = (dim3){ (unsigned)r_gx(k, it), (unsigned)k->gy, 1 };
+    rp->blockDim = (dim3){ (unsigned)k->bx, 1, 1 };
+    rp->kernelParams = A->params;
+    memset(cp, 0, sizeof(*cp));
+    cp->func = kfunc(X->R, k);
+    cp->gridDimX = rp->gridDim.x;
+    cp->gridDimY = rp->gridDim.y;
+    cp->gridDimZ = 1;
+    cp->blockDimX = rp->blockDim.x;
+    cp->blockDimY = 1;
+    cp->blockDimZ = 1;
+    cp->kernelParams = A->params;
+}
+
+/* The graph API: a chain of nodes, instantiated, launched. */
+static void exec_graph_build(xctx_t *X, const op_t *o, int it)
+{
+    rt_t *R = X->R;
+    const seq_t *q = &R->P->sec[o->sec];
+    cudaGraph_t g = NULL;
+    int r = o->api ? cuGraphCreate((CUgraph *)&g, 0) : cudaGraphCreate(&g, 0);
+    HR(X, o->api ? "cuGraphCreate" : "cudaGraphCreate", r, 0);
+    cudaGraphNode_t prev = NULL;
+    static pfn_rt_nodeattr_t rt_attr;
+    static pfn_cu_nodeattr_t cu_attr;
+    static int looked;
+    if (!looked) {
+        rt_attr = (pfn_rt_nodeattr_t)dlsym(RTLD_DEFAULT, "cudaGraphKernelNodeSetAttribute");
+        cu_attr = (pfn_cu_nodeattr_t)dlsym(RTLD_DEFAULT, "cuGraphKernelNodeSetAttribute");
+        looked = 1;
+    }
+    for (int i = 0; i < q->n; i++) {
+        const op_t *n = &q->v[i];
+        cudaGraphNode_t node = NULL;
+        int nd = prev ? 1 : 0;
+        switch (n->kind) {
+        case OP_KERNEL: {
+            kargs_t A;
+            struct cudaKernelNodeParams rp;
+            CUDA_KERNEL_NODE_PARAMS cp;
+            kernel_node_params(X, n, it, &A, &rp, &cp);
+            if (o->api) {
+                r = cuGraphAddKernelNode((CUgraphNode *)&node, (CUgraph)g, (CUgraphNode *)&prev, (size_t)nd, &cp);
+                HR(X, "cuGraphAddKernelNode", r, 0);
+            } else {
+                r = cudaGraphAddKernelNode(&node, g, &prev, (size_t)nd, &rp);
+                HR(X, "cudaGraphAddKernelNode", r, 0);
+            }
+            if ((o->flags & 2) && node) {
+                if (o->api && cu_attr) {
+                    CUkernelNodeAttrValue v;
+                    memset(&v, 0, sizeof(v));
+                    v.priority = -(int)(n->z % 4);
+                    r = cu_attr((CUgraphNode)node, CU_LAUNCH_ATTRIBUTE_PRIORITY, &v);
+                    HR(X, "cuGraphKernelNodeSetAttribute", r, 2);
+                } else if (!o->api && rt_attr) {
+                    cudaKernelNodeAttrValue v;
+                    memset(&v, 0, sizeof(v));
+                    v.priority = -(int)(n->z % 4);
+                    r = rt_attr(node, cudaLaunchAttributePriority, &v);
+                    HR(X, "cudaGraphKernelNodeSetAttribute", r, 2);
+                }
+            }
+            break;
+        }
+        case OP_MEMSET_ASYNC: {
+            u32 *dp = R->buf[n->b[0]] + n->off;
+            if (o->api) {
+                CUDA_MEMSET_NODE_PARAMS m = { DP(dp), 0, n->x, 4, (size_t)n->len, 1 };
+                r = cuGraphAddMemsetNode((CUgraphNode *)&node, (CUgraph)g, (CUgraphNode *)&prev, (size_t)nd, &m, NULL);
+                HR(X, "cuGraphAddMemsetNode", r, 0);
+            } else {
+                struct cudaMemsetParams m = { dp, 0, n->x, 4, (size_t)n->len, 1 };
+                r = cudaGraphAddMemsetNode(&node, g, &prev, (size_t)nd, &m);
+                HR(X, "cudaGraphAddMemsetNode", r, 0);
+            }
+            break;
+        }
+        case OP_MEMCPY_ASYNC: {
+            u32 *dp = R->buf[n->b[0]] + n->off, *sp = R->buf[n->b[1]] + n->off2;
+            size_t bytes = (size_t)n->len * 4;
+            if (o->api) {
+                CUDA_MEMCPY3D c;
+                memset(&c, 0, sizeof(c));
+                c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+                c.srcDevice = DP(sp);
+                c.dstDevice = DP(dp);
+                c.srcPitch = c.dstPitch = bytes;
+                c.WidthInBytes = bytes;
+                c.Height = c.Depth = 1;
+                r = cuGraphAddMemcpyNode((CUgraphNode *)&node, (CUgraph)g, (CUgraphNode *)&prev, (size_t)nd, &c, NULL);
+                HR(X, "cuGraphAddMemcpyNode", r, 0);
+            } else {
+                r = cudaGraphAddMemcpyNode1D(&node, g, &prev, (size_t)nd, dp, sp, bytes, cudaMemcpyDeviceToDevice);
+                HR(X, "cudaGraphAddMemcpyNode1D", r, 0);
+            }
+            break;
+        }
+        default:
+            break;
+        }
+        if (o->slot >= 0 && i < 16)
+            R->gnode[o->slot][i] = node;
+        if (node)
+            prev = node;
+    }
+    cudaGraphExec_t ge = NULL;
+    switch (o->z) {
+    case 0:
+        r = cudaGraphInstantiate(&ge, g, 0);
+        HR(X, "cudaGraphInstantiate", r, 0);
+        break;
+    case 1:
+        r = cudaGraphInstantiateWithFlags(&ge, g, 0);
+        HR(X, "cudaGraphInstantiateWithFlags", r, 0);
+        break;
+    default:
+        r = cuGraphInstantiate((CUgraphExec *)&ge, (CUgraph)g, 0);
+        HR(X, "cuGraphInstantiate", r, 0);
+        break;
+    }
+    if (o->slot >= 0) {
+        R->gexec[o->slot] = ge;
+        R->graph[o->slot] = g;   /* kept: its nodes name what an update changes */
+    } else {
+        r = cudaGraphDestroy(g);
+        HR(X, "cudaGraphDestroy", r, 0);
+        if (R->ntexec >= R->captexec) {
+            R->captexec = R->captexec ? 2 * R->captexec : 16;
+            R->texec = realloc(R->texec, (size_t)R->captexec * sizeof(*R->texec));
+            if (!R->texec)
+                exit(2);
+        }
+        R->texec[R->ntexec++] = ge;
+    }
+    if ((o->flags & 1) && o->nlaunch) {
+        r = cudaGraphUpload(ge, hs(X, o, o->sl));
+        HR(X, "cudaGraphUpload", r, 0);
+    }
+    for (int i = 0; i < o->nlaunch; i++) {
+        if (o->id & 2) {
+            r = cuGraphLaunch((CUgraphExec)ge, hcu(X, o, o->sl));
+            HR(X, "cuGraphLaunch", r, 0);
+        } else {
+            r = cudaGraphLaunch(ge, hs(X, o, o->sl));
+            HR(X, "cudaGraphLaunch", r, 0);
+        }
+    }
+}
+
+static void exec_setparam(xctx_t *X, const op_t *o, int it)
+{
+    rt_t *R = X->R;
+    cudaGraphNode_t node = o->z < 16 ? R->gnode[o->slot][o->z] : NULL;
+    kargs_t A;
+    struct cudaKernelNodeParams rp;
+    CUDA_KERNEL_NODE_PARAMS cp;
+    kernel_node_params(X, o, it, &A, &rp, &cp);
+    int r;
+    if (o->api) {
+        r = cuGraphExecKernelNodeSetParams((CUgraphExec)R->gexec[o->slot], (CUgraphNode)node, &cp);
+        HR(X, "cuGraphExecKernelNodeSetParams", r, 0);
+    } else {
+        r = cudaGraphExecKernelNodeSetParams(R->gexec[o->slot], node, &rp);
+        HR(X, "cudaGraphExecKernelNodeSetParams", r, 0);
+    }
+}
+
 static void *worker_main(void *p);
 
 static void proc_lookup(xctx_t *X, int api, const char *name, void **fp)
@@ -4065,6 +4490,12 @@ static void exec_op(xctx_t *X, const op_t *o, int it)
     case OP_CAPTURE:
         exec_capture(X, o, it);
         break;
+    case OP_GRAPH_BUILD:
+        exec_graph_build(X, o, it);
+        break;
+    case OP_GRAPH_SETPARAM:
+        exec_setparam(X, o, it);
+        break;
     case OP_GRAPH_LAUNCH:
         if (o->api) {
             r = cuGraphLaunch((CUgraphExec)R->gexec[o->slot], hcu(X, o, s));
@@ -4272,13 +4703,19 @@ static void exec_op(xctx_t *X, const op_t *o, int it)
                 HR(X, "cuKernelGetFunction(library)", r, 0);
             }
         } else {
-            for (int g = 0; g < MAXG; g++)
+            for (int g = 0; g < MAXG; g++) {
                 if (R->gexec[g]) {
                     r = (o->id + g) & 1 ? cuGraphExecDestroy((CUgraphExec)R->gexec[g])
                                         : cudaGraphExecDestroy(R->gexec[g]);
                     HR(X, "cudaGraphExecDestroy", r, 0);
                     R->gexec[g] = NULL;
                 }
+                if (R->graph[g]) {
+                    r = cudaGraphDestroy(R->graph[g]);
+                    HR(X, "cudaGraphDestroy", r, 0);
+                    R->graph[g] = NULL;
+                }
+            }
             for (int i = 0; i < R->ntexec; i++) {
                 r = cudaGraphExecDestroy(R->texec[i]);
                 HR(X, "cudaGraphExecDestroy", r, 0);
@@ -4390,6 +4827,14 @@ static void dump_op(const prog_t *P, const op_t *o, const char *indent)
     case OP_GRAPH_LAUNCH:
         printf(" graph-slot=%d", o->slot);
         break;
+    case OP_GRAPH_BUILD:
+        dump_stream(P, s2, sizeof(s2), o->sl);
+        printf(" graph-slot=%d launches=%d on %s%s%s", o->slot, o->nlaunch, s2, (o->flags & 1) ? " upload" : "",
+               (o->flags & 2) ? " priority" : "");
+        break;
+    case OP_GRAPH_SETPARAM:
+        printf(" graph-slot=%d node=%u k=%s x=%#x+it*%#x", o->slot, o->z, KD[o->k].name, o->x, o->y);
+        break;
     case OP_WRITE_VALUE: case OP_WAIT_VALUE:
         printf(" word=%d value=%#x+it%s", o->slot, o->x, (o->flags & 1) ? " host-signalled" : "");
         break;
@@ -4400,7 +4845,7 @@ static void dump_op(const prog_t *P, const op_t *o, const char *indent)
         break;
     }
     printf("\n");
-    if (o->kind == OP_CAPTURE)
+    if (o->kind == OP_CAPTURE || o->kind == OP_GRAPH_BUILD)
         for (int i = 0; i < P->sec[o->sec].n; i++)
             dump_op(P, &P->sec[o->sec].v[i], "        | ");
 }
@@ -4435,11 +4880,49 @@ static void dump_program(const prog_t *P)
 
 /* ------------------------------------------------------------------ main */
 
+/* For minimising a failure: FUZZ_DROP=id,id,... removes those template ops
+ * and FUZZ_ITERS / FUZZ_WITERS change the iteration counts, before the fixer
+ * makes the program deterministic again (a program that no longer makes
+ * sense stops as a generator bug, exit status 3). */
+static void apply_edits(prog_t *P)
+{
+    const char *it = getenv("FUZZ_ITERS"), *wit = getenv("FUZZ_WITERS"), *drop = getenv("FUZZ_DROP");
+    if (it && *it)
+        P->iters = atoi(it);
+    if (wit && *wit)
+        P->witers = atoi(wit);
+    while (drop && *drop) {
+        char *end;
+        long id = strtol(drop, &end, 10);
+        if (end == drop)
+            break;
+        for (int sec = 0; sec < MAXSEC; sec++) {
+            seq_t *q = &P->sec[sec];
+            int k = 0;
+            for (int i = 0; i < q->n; i++) {
+                const op_t *o = &q->v[i];
+                /* The fixer's own events stay: another fixer run may need them. */
+                int infra = (o->kind == OP_EVENT_CREATE || o->kind == OP_EVENT_DESTROY) && o->e < E_FIRST;
+                if (o->id != id || infra)
+                    q->v[k++] = *o;
+            }
+            q->n = k;
+        }
+        drop = *end ? end + 1 : end;
+    }
+}
+
+static void make_program(prog_t *P, u64 seed)
+{
+    gen_program(P, seed);
+    apply_edits(P);
+    fix_program(P);
+}
+
 static u64 run_program(u64 seed, int dump, int trace, int check)
 {
     prog_t P;
-    gen_program(&P, seed);
-    fix_program(&P);
+    make_program(&P, seed);
     if (dump)
         dump_program(&P);
     rt_t *R = calloc(1, sizeof(*R));
@@ -4501,8 +4984,7 @@ int main(int argc, char **argv)
         long ops = 0, fixes = 0;
         for (long i = 0; i < count; i++) {
             prog_t P;
-            gen_program(&P, seed + (u64)i);
-            fix_program(&P);
+            make_program(&P, seed + (u64)i);
             if (dump)
                 dump_program(&P);
             for (int s = 0; s < MAXSEC; s++)

@@ -9,9 +9,12 @@ on the order of device work (a generator bug, reported as such). A program
 whose preloaded digest differs from the bare one is run again alone to
 confirm; confirmed failures are appended to --keep.
 
-Modes: the default (COUNT programs from --seed), --bare-check (bare runs only,
-scheduler seeds times SIM_DEVICE_THREAD=0/1: validates the generator) and
---regressions FILE (only the seeds listed there).
+Modes: the default (COUNT programs from --seed; --long: a million),
+--bare-check (bare runs only, scheduler seeds times SIM_DEVICE_THREAD=0/1:
+validates the generator), --regressions FILE (only the seeds listed there;
+an empty list passes) and --minimize SEED (the fewest iterations and template
+ops with which the program still differs; print it with "fuzz SEED 1 --dump"
+and the FUZZ_* variables it names).
 
 Exit status: 0 when nothing differs, 1 otherwise, 77 (skip) when --lib does
 not exist. The last line reads "fuzz: N programs, M differ".
@@ -65,8 +68,8 @@ class Runner:
             e["FUZZ_CHECK"] = "1"
         return e
 
-    def run_once(self, start, count, env):
-        timeout = 30 + self.tpp * count
+    def run_once(self, start, count, env, timeout=None):
+        timeout = timeout or 10 + self.tpp * count
         try:
             p = subprocess.run([self.prog, str(start), str(count)], env=env, stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, timeout=timeout)
@@ -113,6 +116,66 @@ def short(d):
     return d if not d.startswith("!") else d.split(":", 1)[0][1:]
 
 
+def minimize(R, seed, ks):
+    """Smallest iteration counts and set of template ops (FUZZ_ITERS,
+    FUZZ_WITERS, FUZZ_DROP) with which the program still differs under cgraft
+    (the fixer keeps every candidate deterministic)."""
+    def fails(iters, witers, drop):
+        extra = {"FUZZ_DROP": ",".join(map(str, sorted(drop)))}
+        if iters is not None:
+            extra["FUZZ_ITERS"] = str(iters)
+        if witers is not None:
+            extra["FUZZ_WITERS"] = str(witers)
+        bare = None
+        for k in ks:
+            rc, d, _ = R.run_once(seed, 1, dict(R.env(False, k), **extra), timeout=10)
+            if rc != 0 or seed not in d or (bare is not None and d[seed] != bare):
+                return False          # no longer a valid program
+            bare = d[seed]
+        for k in ks:
+            rc2, d2, _ = R.run_once(seed, 1, dict(R.env(True, k), **extra), timeout=10)
+            if rc2 != 0 or d2.get(seed) != bare:
+                return True
+        return False
+
+    out = subprocess.run([R.prog, str(seed), "1", "--dump", "--gen-only"], env=R.env(False, 1),
+                         stdout=subprocess.PIPE).stdout.decode()
+    m = re.search(r"iters=(\d+) worker=(\d) witers=(\d+)", out)
+    iters, witers = int(m.group(1)), int(m.group(3))
+    ids = [int(x) for x in re.findall(r"^\s+(?:\| )?#(\d+)", out, re.M)]
+    if not fails(None, None, set()):
+        print(f"seed {seed} does not differ alone")
+        return 1
+    for n in range(1, iters):
+        if fails(n, None, set()):
+            iters = n
+            break
+    for n in range(1, witers):
+        if fails(iters, n, set()):
+            witers = n
+            break
+    drop = set()
+    cand = [i for i in ids]
+    chunk = max(1, len(cand) // 2)
+    while chunk >= 1:
+        i, progress = 0, False
+        while i < len(cand):
+            part = [x for x in cand[i:i + chunk] if x not in drop]
+            if part and fails(iters, witers, drop | set(part)):
+                drop |= set(part)
+                progress = True
+            i += chunk
+        if not progress:
+            chunk //= 2
+    env = dict(R.env(False, 1), FUZZ_DROP=",".join(map(str, sorted(drop))), FUZZ_ITERS=str(iters),
+               FUZZ_WITERS=str(witers))
+    dumped = subprocess.run([R.prog, str(seed), "1", "--dump", "--gen-only"], env=env,
+                            stdout=subprocess.PIPE).stdout.decode()
+    print(f"minimal: FUZZ_ITERS={iters} FUZZ_WITERS={witers} FUZZ_DROP={env['FUZZ_DROP']}")
+    print(dumped.rsplit("generated", 1)[0])
+    return 0
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--lib", default="", help="libcgraft.so to preload (not needed for --bare-check)")
@@ -128,7 +191,9 @@ def main():
     ap.add_argument("--simdir", help="directory of the simulated libraries (default: the program's)")
     ap.add_argument("--bare-check", action="store_true", help="bare runs only: validate the generator")
     ap.add_argument("--regressions", metavar="FILE", help="run only the seeds listed in FILE")
-    ap.add_argument("--timeout-per-program", type=float, default=0.5, help="seconds (default 0.5)")
+    ap.add_argument("--minimize", type=int, metavar="SEED",
+                    help="reduce a failing program to the fewest ops and iterations that still differ")
+    ap.add_argument("--timeout-per-program", type=float, default=0.1, help="seconds a program may take (default 0.1)")
     args = ap.parse_args()
 
     if not args.bare_check and not os.path.exists(args.lib):
@@ -157,6 +222,8 @@ def main():
     R = Runner(prog, os.path.abspath(args.lib), base, args.timeout_per_program)
     ks = list(range(1, max(1, args.sim_seeds) + 1))
     t0 = time.time()
+    if args.minimize is not None:
+        return minimize(R, args.minimize, ks)
 
     # What to run: (start, count) ranges; regressions name their own.
     if args.regressions:
@@ -229,11 +296,16 @@ def main():
                 print(f"  SIM_SEED={k}: {d[1:]}")
                 break
 
+    def confirm(item):
+        ri, seed, k, ref, d = item
+        b1 = R.run_range(seed, 1, R.env(False, k)).get(seed, "!missing")
+        p1 = R.run_range(seed, 1, R.env(True, k)).get(seed, "!missing")
+        return item, b1, p1
+
     confirmed, batch_only = [], []
-    for ri, seed, k, ref, d in diffs:
-        env_b, env_p = R.env(False, k), R.env(True, k)
-        b1 = R.run_range(seed, 1, env_b).get(seed, "!missing")
-        p1 = R.run_range(seed, 1, env_p).get(seed, "!missing")
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
+        checked = list(ex.map(confirm, diffs))
+    for (ri, seed, k, ref, d), b1, p1 in checked:
         start, count = ranges[ri]
         if b1 != p1:
             confirmed.append((seed, k, b1, p1))
