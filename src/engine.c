@@ -165,25 +165,69 @@ static int cg_in_window(void)
 }
 
 /* ---- eager submission of held work ------------------------------------------ */
+/* Work of another thread's per-thread stream that went to the legacy stream
+ * (cg_submit_ops): that thread's stream waits for it before its next call,
+ * so that a synchronisation of it waits too. */
+#define CG_MOVED 8
+static struct {
+	const void *owner;
+	CUevent after;
+} cg_moved[CG_MOVED];
+
+/* After work of owner's per-thread stream went to the legacy stream: an
+ * event after it, for owner. With no room, the work is waited for now. */
+static void cg_note_moved(const void *owner)
+{
+	int slot = -1;
+	for (int i = 0; i < CG_MOVED && slot < 0; i++)
+		if (cg_moved[i].owner == owner || !cg_moved[i].owner)
+			slot = i;
+	if (slot >= 0 && (cg_moved[slot].after ||
+			  CG_BK(event_create, &cg_moved[slot].after, CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS) &&
+	    CG_BK(event_record, cg_moved[slot].after, CU_STREAM_LEGACY) == CUDA_SUCCESS) {
+		cg_moved[slot].owner = owner;
+		return;
+	}
+	CG_BK(stream_sync, CU_STREAM_LEGACY);
+}
+
+/* The calling thread's per-thread stream orders after its moved work. */
+static void cg_wait_moved(void)
+{
+	for (int i = 0; i < CG_MOVED; i++)
+		if (cg_moved[i].owner == &cg_self) {
+			cg_moved[i].owner = NULL;
+			cg_unlock_for_calls();
+			CG_BK(stream_wait, CU_STREAM_PER_THREAD, cg_moved[i].after, 0);
+			cg_relock_after_calls();
+		}
+}
+
 /* Submits held ops in order, holding the turn. From a thread other than the
  * one that made the calls, the segment's context is made current, and work
  * for that thread's per-thread stream goes to the legacy stream, which
- * orders after and before the same blocking streams. */
-static void cg_submit_ops(const struct cg_op *ops, size_t n, int foreign)
+ * orders after and before the same blocking streams; the thread's own
+ * stream then waits for it (cg_wait_moved). */
+static void cg_submit_ops(const struct cg_op *ops, size_t n, int foreign, const void *owner)
 {
 	CUcontext cur = NULL, pushed = NULL;
+	int moved = 0;
 	if (foreign && n && CG_BK(ctx_get_current, &cur) == CUDA_SUCCESS && cur != ops[0].ctx &&
 	    CG_BK(ctx_push, ops[0].ctx) == CUDA_SUCCESS)
 		pushed = ops[0].ctx;
 	for (size_t i = 0; i < n; i++) {
 		CUstream s = ops[i].stream;
-		if (foreign && s == CU_STREAM_PER_THREAD)
+		if (foreign && s == CU_STREAM_PER_THREAD) {
 			s = CU_STREAM_LEGACY;
+			moved = 1;
+		}
 		CUresult rc = cg_op_submit(&ops[i], s);
 		if (rc != CUDA_SUCCESS)
 			cg_log_capped(CG_LOG_WARN, CG_FAULT_DRIVER,
 				      "held work failed when submitted eagerly (error %d)", (int)rc);
 	}
+	if (moved)
+		cg_note_moved(owner);
 	if (pushed) {
 		CUcontext dummy;
 		CG_BK(ctx_pop, &dummy);
@@ -447,10 +491,15 @@ static void cg_resolve(int foreign, int diverged)
 			cg_stat_add(divergences, 1);
 		}
 		cg_stat_add(pieces_eager, 1);
+		const void *owner = E.owner;
 		cg_unlock_for_calls();
-		cg_submit_ops(E.held.ops + k, n - k, foreign);
+		cg_submit_ops(E.held.ops + k, n - k, foreign, owner);
 		cg_relock_after_calls();
 		E.epoch++;
+		/* The owner's next call claims the segment again, and its
+		 * per-thread stream waits for what went to the legacy stream. */
+		if (foreign)
+			E.owner = NULL;
 	}
 	/* Held ops after a launched piece are the new run's first. */
 	if (launched)
@@ -693,6 +742,7 @@ static int cg_defer_more(struct cg_op *op, int first, CUevent *wait)
  * work of another context. */
 static void cg_claim_slow(CUcontext ctx)
 {
+	cg_wait_moved();
 	if (E.owner && E.owner != &cg_self) {
 		if (E.mode == CG_DEFER) {
 			cg_count_fallback(CG_WHY_THREADS);
