@@ -74,6 +74,7 @@ static struct {
 	uint64_t quiet, passive_until;
 	int passive_rounds;
 	struct cg_tmpl *graveyard;   /* to be freed by the next turn */
+	struct cg_tmpl *pinned;      /* buried while a host waits for its read-back */
 	int timer;                   /* 0 not started, 1 idle, 2 watching */
 	int atexit_done;
 } E = {
@@ -124,7 +125,17 @@ static void cg_relock_after_calls(void)
 		cg_cond_broadcast(&E.turn_cv);
 }
 
-/* Frees the graphs of templates taken out of the table. */
+/* A launched read-back: the event its host waits for, after the lock is
+ * let go, and the template it belongs to, pinned until then (another
+ * thread may bury it meanwhile: its graph and event stay till the wait is
+ * over). */
+struct cg_wait {
+	CUevent ev;
+	struct cg_tmpl *t;
+};
+
+/* Frees the graphs of templates taken out of the table (one a host still
+ * waits on is kept for cg_unpin). */
 static void cg_bury(struct cg_tmpl *list)
 {
 	while (list) {
@@ -137,8 +148,15 @@ static void cg_bury(struct cg_tmpl *list)
 	}
 	if (!E.graveyard)
 		return;
-	struct cg_tmpl *g = E.graveyard;
-	E.graveyard = NULL;
+	struct cg_tmpl *g = NULL;
+	while (E.graveyard) {
+		struct cg_tmpl *t = E.graveyard;
+		E.graveyard = t->next;
+		t->next = t->pins ? E.pinned : g;
+		*(t->pins ? &E.pinned : &g) = t;
+	}
+	if (!g)
+		return;
 	cg_unlock_for_calls();
 	while (g) {
 		struct cg_tmpl *nx = g->next;
@@ -432,9 +450,9 @@ static int cg_run_end(int host_waits)
 
 /* ---- replay ------------------------------------------------------------------ */
 /* Launches t for the first t->n held ops. Returns 0 with *wait set to the
- * event a read-back's host must wait for (or NULL), or a negative errno
+ * event a read-back's host must wait for (none: NULL), or a negative errno
  * when nothing was launched. */
-static int cg_launch(struct cg_tmpl *t, CUevent *wait)
+static int cg_launch(struct cg_tmpl *t, struct cg_wait *wait)
 {
 	if (E.expect_src != t)
 		cg_held_materialize();
@@ -443,7 +461,7 @@ static int cg_launch(struct cg_tmpl *t, CUevent *wait)
 	cg_unlock_for_calls();
 	int rc = cg_graph_launch(t, &l);
 	cg_relock_after_calls();
-	*wait = NULL;
+	*wait = (struct cg_wait){ 0 };
 	if (rc) {
 		cg_count_fallback(CG_WHY_LAUNCH_FAILED);
 		cg_tmpl_backoff(t, CG_WHY_LAUNCH_FAILED, E.segno);
@@ -453,7 +471,10 @@ static int cg_launch(struct cg_tmpl *t, CUevent *wait)
 	cg_stat_add(ops_replayed, t->n);
 	cg_table_touch(t);
 	E.epoch = l.epoch + 1;
-	*wait = l.wait;
+	if (l.wait) {
+		*wait = (struct cg_wait){ l.wait, t };
+		t->pins++;
+	}
 	return 0;
 }
 
@@ -479,7 +500,7 @@ static void cg_resolve(int foreign, int diverged)
 	cg_held_materialize();
 	size_t n = E.held.n, k = 0;
 	struct cg_tmpl *t = E.complete, *launched = NULL;
-	CUevent wait = NULL;
+	struct cg_wait wait;
 	if (t && !foreign && t->n <= n && cg_launch(t, &wait) == 0) {
 		k = t->n;
 		launched = t;
@@ -506,7 +527,7 @@ static void cg_resolve(int foreign, int diverged)
 		cg_after_launch(launched);
 	cg_held_to_run(k);
 	cg_defer_clear();
-	(void)wait; /* a piece that is not the whole held segment ends in no read-back */
+	/* A piece that is not the whole held segment ends in no read-back. */
 }
 
 /* ---- deferral ------------------------------------------------------------------ */
@@ -559,7 +580,7 @@ static void cg_timer_wake(void);
 /* Holds op as the next of the deferral. Returns 1 when held (and launched
  * if it completes the only candidate), 0 when op must run eagerly (the
  * deferral was resolved first), with *wait for a launched read-back. */
-static int cg_defer_push(struct cg_op *op, CUevent *wait)
+static int cg_defer_push(struct cg_op *op, struct cg_wait *wait)
 {
 	size_t pos = E.held.n;
 	if (cg_unlikely(E.expect_src && E.cand[0] != E.expect_src)) {
@@ -626,7 +647,7 @@ _Static_assert(offsetof(struct cg_op, u.k.zero) + 2 - offsetof(struct cg_op, u.k
 /* The held ops are all of t's: launch it. */
 static __attribute__((noinline)) void cg_fast_complete(struct cg_tmpl *t)
 {
-	CUevent wait = NULL; /* a kernel is no read-back: none comes back */
+	struct cg_wait wait; /* a kernel is no read-back: none comes back */
 	E.complete = t;
 	if (cg_launch(t, &wait) == 0) {
 		cg_after_launch(t);
@@ -678,7 +699,7 @@ static inline __attribute__((always_inline)) int cg_hold_fast(struct cg_op *op)
 
 /* In record mode: whether op starts a template (a chain's expected next
  * piece first), and then holds it. */
-static int cg_try_start(struct cg_op *op, CUevent *wait)
+static int cg_try_start(struct cg_op *op, struct cg_wait *wait)
 {
 	if (!cg_in_window())
 		return 0;
@@ -711,7 +732,7 @@ static int cg_try_start(struct cg_op *op, CUevent *wait)
 
 /* In defer mode: whether op goes on matching a candidate; first: op is
  * known to match the first one (cg_kernel_expected). */
-static int cg_defer_more(struct cg_op *op, int first, CUevent *wait)
+static int cg_defer_more(struct cg_op *op, int first, struct cg_wait *wait)
 {
 	size_t pos = E.held.n;
 	int w = first;
@@ -777,10 +798,25 @@ static inline void cg_claim(CUcontext ctx)
 		cg_claim_slow(ctx);
 }
 
-/* Waits for a launched read-back outside the lock, as the eager call would. */
-static int cg_wait_readback(CUevent wait)
+/* Waits for a launched read-back outside the lock, as the eager call
+ * would, then lets its template go. */
+static int cg_wait_readback(struct cg_wait *w)
 {
-	return wait ? (int)CG_BK(event_sync, wait) : 0;
+	if (!w->ev)
+		return 0;
+	int rc = (int)CG_BK(event_sync, w->ev);
+	cg_lock_take(&E.mu);
+	cg_wait_turn();
+	if (--w->t->pins == 0)
+		for (struct cg_tmpl **pp = &E.pinned; *pp; pp = &(*pp)->next)
+			if (*pp == w->t) {
+				*pp = w->t->next;
+				w->t->next = NULL;
+				cg_bury(w->t);
+				break;
+			}
+	cg_lock_give(&E.mu);
+	return rc;
 }
 
 /* A kernel launch the held work's first candidate expects here: the
@@ -846,7 +882,7 @@ static __attribute__((noinline)) int cg_engine_op_slow(struct cg_op *op)
 		cg_lock_give(&E.mu);
 		return CG_PASS;
 	}
-	CUevent wait = NULL;
+	struct cg_wait wait = { 0 };
 	int held = E.mode == CG_DEFER ? cg_defer_more(op, expected, &wait) : 0;
 	if (!held && E.mode == CG_RECORD)
 		held = cg_try_start(op, &wait);
@@ -854,7 +890,7 @@ static __attribute__((noinline)) int cg_engine_op_slow(struct cg_op *op)
 		if (E.timing && t0)
 			E.defer_ns += cg_now_ns() - t0;
 		cg_lock_give(&E.mu);
-		op->status = cg_wait_readback(wait);
+		op->status = cg_wait_readback(&wait);
 		return CG_DEFERRED;
 	}
 	op->t0 = t0 ? t0 : cg_now_ns();

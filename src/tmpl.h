@@ -32,6 +32,7 @@ struct cg_tmpl {
 	struct cg_tmpl *next_piece;      /* a chain: launched after this one */
 	int follows;                     /* a chain's later piece: never starts a match */
 	int in_table;
+	int pins;                        /* hosts waiting on its read-back (engine.c) */
 	/* Where it may start inside a run: after which template (a key only),
 	 * after how many eager ops. At a run's start any template may. */
 	struct {

@@ -5,7 +5,9 @@
 /* Exports stay exported even if the parent project builds with -fvisibility=hidden. */
 #pragma GCC visibility push(default)
 #include <errno.h>
+#include <limits.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -2342,8 +2344,19 @@ SIM_API CUresult simc_event_query(CUevent h)
     return r;
 }
 
+/* SIM_SYNC_DELAY_US: an event synchronisation starts that late, a window
+ * for another thread's calls between a caller's last look at an event and
+ * its wait (tests of what may change there). */
 SIM_API CUresult simc_event_sync(CUevent h)
 {
+    static atomic_uint delay = UINT_MAX;
+    unsigned us = atomic_load(&delay);
+    if (us == UINT_MAX)
+        atomic_store(&delay, us = env_uint("SIM_SYNC_DELAY_US", 0));
+    if (us) {
+        struct timespec ts = { us / 1000000, (long)(us % 1000000) * 1000 };
+        nanosleep(&ts, NULL);
+    }
     lock();
     struct CUevent_st *e = event_find_locked(h);
     CUresult r = !e ? CUDA_ERROR_INVALID_HANDLE : wait_locked(WAIT_OP, e->rec);

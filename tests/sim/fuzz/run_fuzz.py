@@ -116,10 +116,12 @@ def short(d):
     return d if not d.startswith("!") else d.split(":", 1)[0][1:]
 
 
-def minimize(R, seed, ks):
+def minimize(R, seed, ks, repeat=1):
     """Smallest iteration counts and set of template ops (FUZZ_ITERS,
     FUZZ_WITERS, FUZZ_DROP) with which the program still differs under cgraft
-    (the fixer keeps every candidate deterministic)."""
+    (the fixer keeps every candidate deterministic). A difference that shows
+    in some runs only (one that depends on when the hold timer fires) is
+    looked for in `repeat` runs under cgraft of each candidate."""
     def fails(iters, witers, drop):
         extra = {"FUZZ_DROP": ",".join(map(str, sorted(drop)))}
         if iters is not None:
@@ -132,11 +134,11 @@ def minimize(R, seed, ks):
             if rc != 0 or seed not in d or (bare is not None and d[seed] != bare):
                 return False          # no longer a valid program
             bare = d[seed]
-        for k in ks:
+        def differs(k):
             rc2, d2, _ = R.run_once(seed, 1, dict(R.env(True, k), **extra), timeout=10)
-            if rc2 != 0 or d2.get(seed) != bare:
-                return True
-        return False
+            return rc2 != 0 or d2.get(seed) != bare
+        with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, os.cpu_count() or 1)) as ex:
+            return any(ex.map(differs, [k for k in ks for _ in range(repeat)]))
 
     out = subprocess.run([R.prog, str(seed), "1", "--dump", "--gen-only"], env=R.env(False, 1),
                          stdout=subprocess.PIPE).stdout.decode()
@@ -193,6 +195,8 @@ def main():
     ap.add_argument("--regressions", metavar="FILE", help="run only the seeds listed in FILE")
     ap.add_argument("--minimize", type=int, metavar="SEED",
                     help="reduce a failing program to the fewest ops and iterations that still differ")
+    ap.add_argument("--repeat", type=int, default=1, metavar="N",
+                    help="with --minimize: runs under cgraft of each candidate (a difference seen in some only)")
     ap.add_argument("--timeout-per-program", type=float, default=0.1, help="seconds a program may take (default 0.1)")
     args = ap.parse_args()
 
@@ -223,7 +227,7 @@ def main():
     ks = list(range(1, max(1, args.sim_seeds) + 1))
     t0 = time.time()
     if args.minimize is not None:
-        return minimize(R, args.minimize, ks)
+        return minimize(R, args.minimize, ks, max(1, args.repeat))
 
     # What to run: (start, count) ranges; regressions name their own.
     if args.regressions:
