@@ -297,7 +297,7 @@ static void *cg_wrap_symbol(const char *name, void *p)
 
 /* dlsym(RTLD_NEXT) from a caller, when glibc's own could not be found first:
  * search the objects loaded after the caller's. */
-static void *cg_dlsym_next_of(const void *caller, const char *name)
+static CG_NO_SANITIZE void *cg_dlsym_next_of(const void *caller, const char *name)
 {
 	Dl_info info;
 	struct link_map *lm = NULL;
@@ -321,7 +321,7 @@ static void *cg_dlsym_next_of(const void *caller, const char *name)
 /* Reached from cg_dlsym_v234/v225 (tramp.S) for every handle but RTLD_NEXT,
  * whose lookup glibc makes itself. The lookups cgraft makes for itself come
  * before the program's, so that dlerror() reads as the program's left it. */
-void *cg_dlsym_lookup(void *handle, const char *name) CG_HIDDEN;
+void *cg_dlsym_lookup(void *handle, const char *name) CG_HIDDEN CG_NO_SANITIZE;
 void *cg_dlsym_lookup(void *handle, const char *name)
 {
 	if (handle == RTLD_NEXT)

@@ -69,6 +69,23 @@ cg_tramp_common:
  * its return address: jump to glibc's dlsym with the caller's frame as it is,
  * so the lookup and dlerror() read exactly as without cgraft. Other handles
  * go to cgraft's lookup, which hands out its wrappers. */
+/* Before cgraft has found glibc's dlsym (a sanitizer's runtime asks before
+ * any constructor ran), it is found first, the arguments kept. */
+	.macro CG_DLSYM_RESOLVE
+	pushq %rdi
+	.cfi_adjust_cfa_offset 8
+	pushq %rsi
+	.cfi_adjust_cfa_offset 8
+	subq $8, %rsp
+	.cfi_adjust_cfa_offset 8
+	call cg_dlsym_resolve
+	addq $8, %rsp
+	.cfi_adjust_cfa_offset -8
+	popq %rsi
+	.cfi_adjust_cfa_offset -8
+	popq %rdi
+	.cfi_adjust_cfa_offset -8
+	.endm
 	.p2align 4
 	.globl cg_dlsym_v234
 	.type cg_dlsym_v234, @function
@@ -76,6 +93,11 @@ cg_dlsym_v234:
 	.cfi_startproc
 	cmpq $-1, %rdi
 	jne 1f
+	movq cg_real_dlsym_v234(%rip), %r11
+	testq %r11, %r11
+	jz 2f
+	jmp *%r11
+2:	CG_DLSYM_RESOLVE
 	movq cg_real_dlsym_v234(%rip), %r11
 	testq %r11, %r11
 	jz 1f
@@ -91,6 +113,11 @@ cg_dlsym_v225:
 	.cfi_startproc
 	cmpq $-1, %rdi
 	jne 1f
+	movq cg_real_dlsym_v225(%rip), %r11
+	testq %r11, %r11
+	jz 2f
+	jmp *%r11
+2:	CG_DLSYM_RESOLVE
 	movq cg_real_dlsym_v225(%rip), %r11
 	testq %r11, %r11
 	jz 1f

@@ -17,18 +17,26 @@ static int cg_bk_state; /* 1 found, -1 not */
 void *(*cg_real_dlsym_v234)(void *, const char *) CG_HIDDEN;
 void *(*cg_real_dlsym_v225)(void *, const char *) CG_HIDDEN;
 
+/* Finds them. It may run before anything else of the process is set up (a
+ * sanitizer's runtime looks up what it wraps before its own start-up is
+ * done): it and the lookups of names not CUDA's are built unchecked. */
+void cg_dlsym_resolve(void) CG_HIDDEN CG_NO_SANITIZE;
+void cg_dlsym_resolve(void)
+{
+	if (__atomic_load_n(&cg_real_dlsym_v234, __ATOMIC_ACQUIRE))
+		return;
+	void *(*f)(void *, const char *) = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+	void *(*old)(void *, const char *) = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+	if (!f)
+		f = old;
+	__atomic_store_n(&cg_real_dlsym_v225, old ? old : f, __ATOMIC_RELEASE);
+	__atomic_store_n(&cg_real_dlsym_v234, f, __ATOMIC_RELEASE);
+}
+
 void *cg_dlsym_real(void *handle, const char *name)
 {
+	cg_dlsym_resolve();
 	void *(*f)(void *, const char *) = __atomic_load_n(&cg_real_dlsym_v234, __ATOMIC_ACQUIRE);
-	if (!f) {
-		f = (void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
-		void *(*old)(void *, const char *) =
-			(void *(*)(void *, const char *))dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
-		if (!f)
-			f = old;
-		__atomic_store_n(&cg_real_dlsym_v225, old ? old : f, __ATOMIC_RELEASE);
-		__atomic_store_n(&cg_real_dlsym_v234, f, __ATOMIC_RELEASE);
-	}
 	return f ? f(handle, name) : NULL;
 }
 

@@ -100,7 +100,7 @@ static inline int cg_backend_ready(void)
 /* The runtime's two helpers, looked up again while missing; 0 once found. */
 int cg_backend_runtime(void) CG_HIDDEN;
 /* glibc's dlsym, for cgraft's own lookups (the exported dlsym is cgraft's). */
-void *cg_dlsym_real(void *handle, const char *name) CG_HIDDEN;
+void *cg_dlsym_real(void *handle, const char *name) CG_HIDDEN CG_NO_SANITIZE;
 /* For tests: replaces the table (NULL: back to the real one). */
 void cg_backend_set(const struct cg_backend *bk) CG_HIDDEN;
 

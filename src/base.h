@@ -9,6 +9,8 @@
 #include <time.h>
 
 #define CG_HIDDEN __attribute__((visibility("hidden")))
+/* Code that may run before a sanitizer's runtime is set up: unchecked. */
+#define CG_NO_SANITIZE __attribute__((no_sanitize("address", "undefined")))
 #define CG_EXPORT __attribute__((visibility("default")))
 #define cg_likely(x) __builtin_expect(!!(x), 1)
 #define cg_unlikely(x) __builtin_expect(!!(x), 0)

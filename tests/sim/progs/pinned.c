@@ -27,5 +27,6 @@ int main(void)
     print_floats("log", log, ITERS);
     CK(cudaFreeHost(in));
     CK(cudaFreeHost(out));
+    free(log);
     return 0;
 }
