@@ -65,10 +65,6 @@ cg_tramp_common:
 	.cfi_endproc
 	.size cg_tramp_common, .-cg_tramp_common
 
-/* dlsym(RTLD_NEXT, ...) is relative to its caller, which glibc finds from
- * its return address: jump to glibc's dlsym with the caller's frame as it is,
- * so the lookup and dlerror() read exactly as without cgraft. Other handles
- * go to cgraft's lookup, which hands out its wrappers. */
 /* Before cgraft has found glibc's dlsym (a sanitizer's runtime asks before
  * any constructor ran), it is found first, the arguments kept. */
 	.macro CG_DLSYM_RESOLVE
@@ -86,6 +82,11 @@ cg_tramp_common:
 	popq %rdi
 	.cfi_adjust_cfa_offset -8
 	.endm
+
+/* dlsym(RTLD_NEXT, ...) is relative to its caller, which glibc finds from
+ * its return address: jump to glibc's dlsym with the caller's frame as it is,
+ * so the lookup and dlerror() read exactly as without cgraft. Other handles
+ * go to cgraft's lookup, which hands out its wrappers. */
 	.p2align 4
 	.globl cg_dlsym_v234
 	.type cg_dlsym_v234, @function

@@ -135,7 +135,7 @@ struct cg_wait {
 };
 
 /* Frees the graphs of templates taken out of the table (one a host still
- * waits on is kept for cg_unpin). */
+ * waits on is kept till cg_wait_readback lets it go). */
 static void cg_bury(struct cg_tmpl *list)
 {
 	while (list) {
