@@ -482,12 +482,13 @@ static int cg_launch(struct cg_tmpl *t, struct cg_wait *wait)
  * and a chain's next piece is tried first. */
 static void cg_after_launch(struct cg_tmpl *t)
 {
-	struct cg_tmpl *next = t->next_piece;
+	/* Expected before the run ends: a piece its learning pushes out of
+	 * the table is expected no more (cg_bury). */
+	E.expect = t->next_piece;
 	cg_run_end(0);
 	E.segno++;
 	cg_stat_add(segments, 1);
 	E.anchor = t;
-	E.expect = next && next->in_table ? next : NULL;
 }
 
 /* Ends the deferral: the complete candidate launched for the ops it covers,

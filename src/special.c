@@ -200,13 +200,26 @@ void cg_pre_cuCtxPushCurrent_v2(int entry, int pt, CUcontext c)
 /* Raising or lowering a kernel's limits changes which launches succeed: the
  * graphs go, so that the next launches are made, and fail, as eagerly.
  * Setting a value a kernel already has (PyTorch does before each launch of
- * some kernels) changes nothing. */
+ * some kernels) changes nothing. A host stub, the runtime's kernel, a
+ * library kernel and a function may name one kernel: values set through
+ * the first three are kept by the current context's function of it; a
+ * function handle (which may be a kernel cast to one) is kept as it is, and
+ * a change through one kind drops the values kept of the other. A kernel
+ * whose function cannot be told is a change, after which no value kept is
+ * trusted. The attributes that can be set are numbered alike in the
+ * runtime and the driver. */
 #define CG_ATTR_SLOTS 256
+enum cg_attr_how { CG_ATTR_STUB, CG_ATTR_FUNC, CG_ATTR_KERNEL };
 static struct {
 	const void *k;
-	int attr, value;
+	int attr, value, raw;
 } cg_attr_seen[CG_ATTR_SLOTS];
 static pthread_mutex_t cg_attr_lock = PTHREAD_MUTEX_INITIALIZER;
+/* From the pre hook to the post hook. */
+static CG_TLS struct {
+	const void *f;
+	int raw, same;
+} cg_attr_call;
 
 static size_t cg_attr_slot(const void *k, int attr)
 {
@@ -214,25 +227,53 @@ static size_t cg_attr_slot(const void *k, int attr)
 	return (size_t)(h >> 56) & (CG_ATTR_SLOTS - 1);
 }
 
-static void cg_attr_pre(int entry, const void *k, int attr, int value)
+/* The current context's function of the kernel h names, or NULL. */
+static const void *cg_attr_function(const void *h, enum cg_attr_how how)
 {
+	if (!h || cg_backend_ready())
+		return NULL;
+	if (how == CG_ATTR_STUB) {
+		cudaKernel_t k = NULL;
+		if (cg_backend_runtime() || CG_BK(rt_get_kernel, &k, h) != CUDA_SUCCESS || !k)
+			return NULL;
+		h = k;
+	}
+	if (how == CG_ATTR_FUNC)
+		return h;
+	CUfunction f = NULL;
+	return CG_BK(kernel_get_function, &f, (CUkernel)h) == CUDA_SUCCESS ? f : NULL;
+}
+
+static void cg_attr_pre(int entry, const void *h, enum cg_attr_how how, int attr, int value)
+{
+	const void *f = cg_attr_function(h, how);
+	int raw = how == CG_ATTR_FUNC;
 	pthread_mutex_lock(&cg_attr_lock);
-	size_t i = cg_attr_slot(k, attr);
-	int same = cg_attr_seen[i].k == k && cg_attr_seen[i].attr == attr && cg_attr_seen[i].value == value;
+	size_t i = cg_attr_slot(f, attr);
+	int same = f && cg_attr_seen[i].k == f && cg_attr_seen[i].attr == attr && cg_attr_seen[i].value == value &&
+		   cg_attr_seen[i].raw == raw;
 	pthread_mutex_unlock(&cg_attr_lock);
+	cg_attr_call.f = f, cg_attr_call.raw = raw, cg_attr_call.same = same;
 	if (!same && cg_on())
 		cg_engine_boundary(entry, CG_K_RESET, CG_WHY_RESET);
 }
 
-static void cg_attr_post(int rc, const void *k, int attr, int value)
+static void cg_attr_post(int rc, int attr, int value)
 {
+	const void *f = cg_attr_call.f;
+	int raw = cg_attr_call.raw;
 	pthread_mutex_lock(&cg_attr_lock);
-	size_t i = cg_attr_slot(k, attr);
-	if (rc == 0) {
-		cg_attr_seen[i].k = k;
-		cg_attr_seen[i].attr = attr;
-		cg_attr_seen[i].value = value;
-	} else if (cg_attr_seen[i].k == k && cg_attr_seen[i].attr == attr) {
+	size_t i = cg_attr_slot(f, attr);
+	if (!f && rc == 0) {
+		memset(cg_attr_seen, 0, sizeof cg_attr_seen); /* some kernel changed */
+	} else if (rc == 0) {
+		if (!cg_attr_call.same)
+			for (size_t j = 0; j < CG_ATTR_SLOTS; j++)
+				if (cg_attr_seen[j].raw != raw)
+					cg_attr_seen[j].k = NULL;
+		cg_attr_seen[i].k = f, cg_attr_seen[i].attr = attr, cg_attr_seen[i].value = value;
+		cg_attr_seen[i].raw = raw;
+	} else if (f && cg_attr_seen[i].k == f && cg_attr_seen[i].attr == attr) {
 		cg_attr_seen[i].k = NULL;
 	}
 	pthread_mutex_unlock(&cg_attr_lock);
@@ -241,40 +282,43 @@ static void cg_attr_post(int rc, const void *k, int attr, int value)
 void cg_pre_rt_func_set_attribute(int entry, int pt, const void *func, enum cudaFuncAttribute attr, int value)
 {
 	(void)pt;
-	cg_attr_pre(entry, func, (int)attr, value);
+	cg_attr_pre(entry, func, CG_ATTR_STUB, (int)attr, value);
 }
 
 void cg_post_rt_func_set_attribute(int entry, int pt, int rc, const void *func, enum cudaFuncAttribute attr,
 				   int value)
 {
-	(void)entry, (void)pt;
-	cg_attr_post(rc, func, (int)attr, value);
+	(void)entry, (void)pt, (void)func;
+	cg_attr_post(rc, (int)attr, value);
 }
 
 void cg_pre_cuFuncSetAttribute(int entry, int pt, CUfunction f, CUfunction_attribute attr, int value)
 {
 	(void)pt;
-	cg_attr_pre(entry, f, 1000 + (int)attr, value);
+	cg_attr_pre(entry, f, CG_ATTR_FUNC, (int)attr, value);
 }
 
 void cg_post_cuFuncSetAttribute(int entry, int pt, int rc, CUfunction f, CUfunction_attribute attr, int value)
 {
-	(void)entry, (void)pt;
-	cg_attr_post(rc, f, 1000 + (int)attr, value);
+	(void)entry, (void)pt, (void)f;
+	cg_attr_post(rc, (int)attr, value);
 }
 
+/* A kernel's value on another device than the current one is not told. */
 void cg_pre_cuKernelSetAttribute(int entry, int pt, CUfunction_attribute attr, int value, CUkernel k,
 				 CUdevice dev)
 {
 	(void)pt;
-	cg_attr_pre(entry, k, 2000 + 64 * dev + (int)attr, value);
+	CUdevice cur = -1;
+	int here = cg_backend_ready() == 0 && CG_BK(ctx_get_device, &cur) == CUDA_SUCCESS && cur == dev;
+	cg_attr_pre(entry, here ? (const void *)k : NULL, CG_ATTR_KERNEL, (int)attr, value);
 }
 
 void cg_post_cuKernelSetAttribute(int entry, int pt, int rc, CUfunction_attribute attr, int value, CUkernel k,
 				  CUdevice dev)
 {
-	(void)entry, (void)pt;
-	cg_attr_post(rc, k, 2000 + 64 * dev + (int)attr, value);
+	(void)entry, (void)pt, (void)k, (void)dev;
+	cg_attr_post(rc, (int)attr, value);
 }
 
 /* ---- host memory ---------------------------------------------------------------- */
