@@ -76,7 +76,6 @@ static void *cg_drv_real(void **slot, const char *name)
 		return CUDA_ERROR_NOT_SUPPORTED;                                \
 	if (cg_busy)                                                            \
 		return cg_drv.name args;                                        \
-	cg_nested = 0;                                                          \
 	cg_count(CG_E_##name)
 
 #define CG_DWRAP_OP(name, family, pt, params, args)                             \

@@ -45,7 +45,6 @@ struct cg_nccl_table cg_nccl_real;
 			return ncclSystemError;                                 \
 		if (cg_busy)                                                    \
 			return cg_nccl_real.name args;                          \
-		cg_nested = 0;                                                  \
 		cg_count(CG_E_##name);                                          \
 		if (atomic_load_explicit(&cg_engine_on, memory_order_relaxed)) { \
 			struct cg_op op;                                        \

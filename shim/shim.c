@@ -12,7 +12,6 @@
 #define CG_UNPAREN(...) __VA_ARGS__
 
 CG_TLS int cg_busy;
-CG_TLS int cg_nested;
 struct cg_rt_table cg_real;
 void *cg_tramp_real[CG_E_COUNT];
 
@@ -122,14 +121,11 @@ void *cg_tramp_enter(unsigned id)
 		return real;
 	cg_count(id);
 	enum cg_kind k = (enum cg_kind)cg_entries[id].kind;
-	int rt = cg_entries[id].layer == CG_L_RT;
-	/* A trampoline jumps to the real function and cannot mark what that
-	 * does underneath: the driver calls a runtime call makes right after
-	 * its boundary end no segment again (nothing is held by then). */
-	if (k != CG_K_PURE && (rt || !cg_nested || k == CG_K_RESET) &&
-	    atomic_load_explicit(&cg_engine_on, memory_order_relaxed))
+	/* A trampoline jumps to the real function and cannot tell the driver
+	 * calls a runtime call makes underneath from the program's own next
+	 * ones: each is a boundary (after the runtime call's, nothing is held). */
+	if (k != CG_K_PURE && atomic_load_explicit(&cg_engine_on, memory_order_relaxed))
 		cg_engine_boundary((int)id, k, CG_WHY_UNSUPPORTED_API);
-	cg_nested = rt && k != CG_K_PURE;
 	return real;
 }
 
@@ -164,7 +160,6 @@ CG_EXPORT unsigned long long cgraft_call_time_ns(int on)
 		return cudaErrorNotSupported;                                   \
 	if (cg_busy)                                                            \
 		return cg_real.name args;                                       \
-	cg_nested = 0;                                                          \
 	cg_count(CG_E_##name)
 
 #define CG_WRAP_OP(name, family, pt, params, args)                              \

@@ -42,10 +42,6 @@ extern struct cg_nccl_table cg_nccl_real CG_HIDDEN;
 void *cg_nccl_handle(void) CG_HIDDEN;
 void *cg_nccl_real_of(void **slot, const char *name) CG_HIDDEN;
 
-/* Set after a runtime boundary jumped to the real function, until the
- * thread's next call of another kind. */
-extern CG_TLS int cg_nested CG_HIDDEN;
-
 /* Real functions of the trampolines, by entry. */
 extern void *cg_tramp_real[CG_E_COUNT] CG_HIDDEN;
 
