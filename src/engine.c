@@ -456,7 +456,8 @@ static int cg_launch(struct cg_tmpl *t, struct cg_wait *wait)
 {
 	if (E.expect_src != t)
 		cg_held_materialize();
-	struct cg_launch l = { .ops = E.held.ops, .dirty = E.expect_src == t ? E.dirty : NULL, .epoch = E.epoch };
+	struct cg_launch l = { .ops = E.held.ops, .dirty = E.expect_src == t ? E.dirty : NULL, .epoch = E.epoch,
+			       .thread = &cg_self };
 	uint64_t t0 = E.timing ? cg_now_ns() : 0;
 	cg_unlock_for_calls();
 	int rc = cg_graph_launch(t, &l);

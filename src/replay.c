@@ -50,6 +50,7 @@ struct cg_graph {
 	CUevent done[2];
 	int used[2], cur;
 	uint64_t epoch_after;   /* epoch right after the last launch */
+	const void *thread;     /* that launch's thread */
 	int launched;
 };
 
@@ -644,12 +645,13 @@ static int cg_stage(struct cg_graph *g, const struct cg_tmpl *t, struct cg_varia
 }
 
 /* Orders the launch after every stream's earlier work: unless nothing was
- * enqueued since this graph's last launch, whose join covers them. */
+ * enqueued since this graph's last launch, from the same thread (another's
+ * per-thread stream is another stream), whose join covers them. */
 static int cg_fork(struct cg_graph *g, const struct cg_launch *l)
 {
 	const struct cg_dag *d = &g->dag;
 	CUstream ls = d->streams[0];
-	int forked = g->launched && g->epoch_after == l->epoch && ls != CU_STREAM_PER_THREAD;
+	int forked = g->launched && g->epoch_after == l->epoch && g->thread == l->thread && ls != CU_STREAM_PER_THREAD;
 	for (int i = 1; i < d->nstreams && !forked; i++)
 		if (CG_BK(event_record, g->fork[i - 1], d->streams[i]) != CUDA_SUCCESS ||
 		    CG_BK(stream_wait, ls, g->fork[i - 1], 0) != CUDA_SUCCESS)
@@ -699,6 +701,7 @@ int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l)
 	g->last = vi;
 	g->predict = v->next >= 0 ? v->next : vi;
 	g->epoch_after = l->epoch + 1;
+	g->thread = l->thread;
 	g->launched = 1;
 	cg_stat_add(graph_launches, 1);
 	return 0;

@@ -25,6 +25,7 @@ struct cg_launch {
 	const struct cg_op *ops;  /* the held ops, n == t->n */
 	const uint8_t *dirty;     /* per op: values differ from cg_graph_expect(); NULL: unknown */
 	uint64_t epoch;           /* work enqueued outside cgraft's replays so far */
+	const void *thread;       /* the launching thread's token: its per-thread stream */
 	CUevent wait;             /* out: for a read-back, the event the host then waits for */
 };
 /* Launches t; 0, or a negative errno when nothing of the graph ran (the
