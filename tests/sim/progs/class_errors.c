@@ -6,21 +6,10 @@
 
 enum { N = 64, ITERS = 30, KIB = 1024 };
 
-/* y = y * 0.5 + shmem in KiB / 1000: the launch's shared memory shows. */
-static void k_shm(const sim_launch *l, void **a)
-{
-    float *y = *(float **)a[0];
-    int n = cover(l, *(int *)a[1]);
-    for (int i = 0; i < n; i++)
-        y[i] = y[i] * 0.5f + (float)(l->shmem / KIB) * 0.001f;
-}
-
 int main(void)
 {
     register_kernels();
-    static const size_t sz[] = { sizeof(float *), sizeof(int) };
-    if (simRegisterKernel(k_shm, "k_shm", 2, sz))
-        FAIL("simRegisterKernel failed");
+    register_shm_kernel();
     const void *f = (const void *)k_shm;
     cudaStream_t s;
     CK(cudaStreamCreate(&s));

@@ -99,6 +99,23 @@ static void k_sq(const sim_launch *l, void **a)
     }
 }
 
+/* y = y * 0.5 + shmem in KiB / 1000: a launch's dynamic shared memory shows
+ * (for the programs that change its limit; register_shm_kernel). */
+static inline void k_shm(const sim_launch *l, void **a)
+{
+    float *y = *(float **)a[0];
+    int n = cover(l, *(int *)a[1]);
+    for (int i = 0; i < n; i++)
+        y[i] = y[i] * 0.5f + (float)(l->shmem / 1024) * 0.001f;
+}
+
+static inline void register_shm_kernel(void)
+{
+    static const size_t sz[] = { sizeof(float *), sizeof(int) };
+    if (simRegisterKernel(k_shm, "k_shm", 2, sz))
+        FAIL("simRegisterKernel failed");
+}
+
 static void register_kernels(void)
 {
     static const size_t axpb[] = { sizeof(float *), sizeof(float), sizeof(float), sizeof(int) };
