@@ -123,8 +123,11 @@ void *cg_tramp_enter(unsigned id)
 	enum cg_kind k = (enum cg_kind)cg_entries[id].kind;
 	/* A trampoline jumps to the real function and cannot tell the driver
 	 * calls a runtime call makes underneath from the program's own next
-	 * ones: each is a boundary (after the runtime call's, nothing is held). */
-	if (k != CG_K_PURE && atomic_load_explicit(&cg_engine_on, memory_order_relaxed))
+	 * ones: each is a boundary (after the runtime call's, nothing is held).
+	 * A reset is seen even while the engine stands aside: what it takes
+	 * away is forgotten. */
+	int on = atomic_load_explicit(&cg_engine_on, memory_order_relaxed);
+	if (k != CG_K_PURE && (on || (k == CG_K_RESET && cg_engine_remembers())))
 		cg_engine_boundary((int)id, k, CG_WHY_UNSUPPORTED_API);
 	return real;
 }

@@ -94,6 +94,7 @@ static atomic_int cg_nccl_held;
 static void cg_resolve(int foreign, int diverged);
 static int cg_run_end(int host_waits);
 static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why);
+static void cg_forget_reset_locked(void);
 static void cg_held_materialize(void);
 
 /* ---- the submission turn ------------------------------------------------- */
@@ -135,7 +136,8 @@ struct cg_wait {
 };
 
 /* Frees the graphs of templates taken out of the table (one a host still
- * waits on is kept till cg_wait_readback lets it go). */
+ * waits on is kept till cg_wait_readback lets it go; all wait while the
+ * program captures, whose capture may forbid other calls). */
 static void cg_bury(struct cg_tmpl *list)
 {
 	while (list) {
@@ -146,7 +148,7 @@ static void cg_bury(struct cg_tmpl *list)
 			E.expect = NULL;
 		list = nx;
 	}
-	if (!E.graveyard)
+	if (!E.graveyard || atomic_load(&cg_capturing))
 		return;
 	struct cg_tmpl *g = NULL;
 	while (E.graveyard) {
@@ -1000,7 +1002,21 @@ void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why)
 	cg_wait_turn();
 	if (atomic_load(&cg_engine_on))
 		cg_boundary_locked(entry, kind, why);
+	else if (kind == CG_K_RESET && cg_engine_remembers())
+		cg_forget_reset_locked();
 	cg_lock_give(&E.mu);
+}
+
+/* What a reset may take away, forgotten whether or not the engine stands
+ * aside now (the governor's probes, a capture, a pause): its handles may
+ * come back as other kernels, streams or communicators by the time it
+ * stands in again. */
+static void cg_forget_reset_locked(void)
+{
+	cg_kinfo_forget_all();
+	cg_op_nccl_forget();
+	cg_learn_forget();
+	cg_bury(cg_table_take_naming(NULL, NULL, 1));
 }
 
 static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why)
@@ -1023,15 +1039,21 @@ static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why)
 	E.period.known = 0;
 	if (kind == CG_K_RESET) {
 		cg_count_fallback(CG_WHY_RESET);
-		cg_kinfo_forget_all();
-		cg_op_nccl_forget();
-		cg_learn_forget();
-		cg_bury(cg_table_take_naming(NULL, NULL, 1));
+		cg_forget_reset_locked();
 	}
+}
+
+/* What is kept may be replayed again: not after exit, nor in a forked child,
+ * nor with cgraft disabled from the start. */
+int cg_engine_remembers(void)
+{
+	return cg_opt.enable && !atomic_load(&cg_dead);
 }
 
 void cg_engine_forget_handle(int entry, CUstream s, CUevent e)
 {
+	if (!cg_engine_remembers())
+		return;
 	cg_engine_boundary(entry, CG_K_SYNC, CG_WHY_UNSUPPORTED_API);
 	cg_lock_take(&E.mu);
 	cg_wait_turn();
@@ -1074,6 +1096,8 @@ static int cg_reaches_range(const struct cg_tmpl *t, void *cookie)
 
 void cg_engine_host_memory(const void *p, size_t n)
 {
+	if (!cg_engine_remembers())
+		return;
 	cg_lock_take(&E.mu);
 	cg_wait_turn();
 	E.seq++;
@@ -1164,9 +1188,16 @@ static void cg_timer_wake(void)
 }
 
 /* ---- standing aside ----------------------------------------------------------------- */
-void cg_capture_begin(void)
+/* Before the capture begins, in one turn: held work goes out and nothing
+ * more is held, so that no other thread's call is held while the capture
+ * runs, with its next calls passing through past it. */
+void cg_capture_begin(int entry)
 {
 	cg_lock_take(&E.mu);
+	E.seq++;
+	cg_wait_turn();
+	if (atomic_load(&cg_engine_on))
+		cg_boundary_locked(entry, CG_K_BND, CG_WHY_CAPTURE);
 	if (atomic_fetch_add(&cg_capturing, 1) == 0)
 		cg_stand_aside_changed();
 	cg_lock_give(&E.mu);
@@ -1175,7 +1206,6 @@ void cg_capture_begin(void)
 void cg_capture_end(void)
 {
 	cg_lock_take(&E.mu);
-	/* Even a failed end closes the capture. */
 	if (atomic_load(&cg_capturing) > 0 && atomic_fetch_sub(&cg_capturing, 1) == 1)
 		cg_stand_aside_changed();
 	cg_lock_give(&E.mu);

@@ -29,6 +29,10 @@ void cg_engine_op_done(struct cg_op *op, int ok) CG_HIDDEN;
  * not model, counted with why against entry) or CG_K_RESET (also forget
  * every graph and kernel layout). */
 void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why) CG_HIDDEN;
+/* Whether graphs and layouts are kept for later: what makes them wrong must
+ * be forgotten even while the engine stands aside (the calls below, and a
+ * CG_K_RESET boundary, do so). */
+int cg_engine_remembers(void) CG_HIDDEN;
 /* A stream or event is destroyed: held work goes out and graphs naming it go. */
 void cg_engine_forget_handle(int entry, CUstream s, CUevent e) CG_HIDDEN;
 /* An NCCL communicator's calls are not held from now on: held work goes
@@ -40,8 +44,10 @@ void cg_engine_host_memory(const void *p, size_t n) CG_HIDDEN;
 /* Whether a query of or wait on event e sees what it would see eagerly with
  * the held work out: e is not recorded by held work. */
 int cg_engine_event_independent(CUevent e) CG_HIDDEN;
-/* The program's own capture, through the runtime or the driver. */
-void cg_capture_begin(void) CG_HIDDEN;
+/* The program's own capture, through the runtime or the driver: begin
+ * before the call (held work goes out, nothing is held until the end), end
+ * after an end call, failed or not, or after a begin call that failed. */
+void cg_capture_begin(int entry) CG_HIDDEN;
 void cg_capture_end(void) CG_HIDDEN;
 /* The governor (govern.c): whether cgraft is on and neither the program's
  * switch nor its capture has it standing aside; and its own switch, which

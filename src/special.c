@@ -70,14 +70,13 @@ void cg_pre_cuEventElapsedTime_v2(int entry, int pt, float *ms, CUevent a, CUeve
 /* ---- the program's own capture: cgraft stands aside ------------------------------ */
 static void cg_capture_pre(int entry)
 {
-	if (cg_on())
-		cg_engine_boundary(entry, CG_K_BND, CG_WHY_CAPTURE);
+	cg_capture_begin(entry);
 }
 
 static void cg_capture_post(int rc)
 {
-	if (rc == 0)
-		cg_capture_begin();
+	if (rc != 0)
+		cg_capture_end();
 }
 
 void cg_pre_rt_capture_begin(int entry, int pt, cudaStream_t s, enum cudaStreamCaptureMode mode)
@@ -153,15 +152,13 @@ void cg_post_cuStreamEndCapture(int entry, int pt, int rc, CUstream s, CUgraph *
 void cg_pre_rt_stream_destroy(int entry, int pt, cudaStream_t s)
 {
 	(void)pt;
-	if (cg_on())
-		cg_engine_forget_handle(entry, (CUstream)s, NULL);
+	cg_engine_forget_handle(entry, (CUstream)s, NULL);
 }
 
 void cg_pre_rt_event_destroy(int entry, int pt, cudaEvent_t e)
 {
 	(void)pt;
-	if (cg_on())
-		cg_engine_forget_handle(entry, NULL, (CUevent)e);
+	cg_engine_forget_handle(entry, NULL, (CUevent)e);
 }
 
 void cg_pre_cuStreamDestroy_v2(int entry, int pt, CUstream s)
@@ -254,7 +251,7 @@ static void cg_attr_pre(int entry, const void *h, enum cg_attr_how how, int attr
 		   cg_attr_seen[i].raw == raw;
 	pthread_mutex_unlock(&cg_attr_lock);
 	cg_attr_call.f = f, cg_attr_call.raw = raw, cg_attr_call.same = same;
-	if (!same && cg_on())
+	if (!same && cg_engine_remembers())
 		cg_engine_boundary(entry, CG_K_RESET, CG_WHY_RESET);
 }
 
@@ -325,8 +322,7 @@ void cg_post_cuKernelSetAttribute(int entry, int pt, int rc, CUfunction_attribut
 static void cg_host_memory(const void *p, size_t n)
 {
 	cg_hostmem_add(p, n);
-	if (cg_on())
-		cg_engine_host_memory(p, n);
+	cg_engine_host_memory(p, n);
 }
 
 #define CG_NOTE_ALLOC(family, ptype, ...) void cg_post_##family(int entry, int pt, int rc, ptype p, __VA_ARGS__)

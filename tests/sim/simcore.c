@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -313,8 +314,37 @@ static void init_locked(void)
         dt_start_locked();
 }
 
+/* SIM_JITTER_US: every call first yields or sleeps up to that long, at
+ * random (a per-thread generator, apart from the simulation's own), so two
+ * host threads, the device thread and a program's timers meet in orders a
+ * quiet machine rarely shows. Results must not change: the program's
+ * ordering is all that orders its work. */
+static void jitter(void)
+{
+    static atomic_uint max = UINT_MAX;
+    static _Thread_local uint64_t r;
+    unsigned us = atomic_load_explicit(&max, memory_order_relaxed);
+    if (us == UINT_MAX)
+        atomic_store(&max, us = env_uint("SIM_JITTER_US", 0));
+    if (!us)
+        return;
+    if (!r)
+        r = 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)&r ^ (uint64_t)clock();
+    r ^= r << 13;
+    r ^= r >> 7;
+    r ^= r << 17;
+    if (r % 4 == 0) {
+        long ns = (long)(r >> 8) % ((long)us * 1000 + 1);
+        struct timespec ts = { ns / 1000000000, ns % 1000000000 };
+        nanosleep(&ts, NULL);
+    } else if (r % 4 == 1) {
+        sched_yield();
+    }
+}
+
 static void lock(void)
 {
+    jitter();
     pthread_mutex_lock(&G.mu);
     init_locked();
 }
@@ -2344,19 +2374,24 @@ SIM_API CUresult simc_event_query(CUevent h)
     return r;
 }
 
-/* SIM_SYNC_DELAY_US: an event synchronisation starts that late, a window
- * for another thread's calls between a caller's last look at an event and
- * its wait (tests of what may change there). */
-SIM_API CUresult simc_event_sync(CUevent h)
+/* A call that starts late by the microseconds of the variable name: a
+ * window for another thread's calls (tests of what may change there). */
+static void delay_by(atomic_uint *cache, const char *name)
 {
-    static atomic_uint delay = UINT_MAX;
-    unsigned us = atomic_load(&delay);
+    unsigned us = atomic_load(cache);
     if (us == UINT_MAX)
-        atomic_store(&delay, us = env_uint("SIM_SYNC_DELAY_US", 0));
+        atomic_store(cache, us = env_uint(name, 0));
     if (us) {
         struct timespec ts = { us / 1000000, (long)(us % 1000000) * 1000 };
         nanosleep(&ts, NULL);
     }
+}
+
+/* SIM_SYNC_DELAY_US: between a caller's last look at an event and its wait. */
+SIM_API CUresult simc_event_sync(CUevent h)
+{
+    static atomic_uint delay = UINT_MAX;
+    delay_by(&delay, "SIM_SYNC_DELAY_US");
     lock();
     struct CUevent_st *e = event_find_locked(h);
     CUresult r = !e ? CUDA_ERROR_INVALID_HANDLE : wait_locked(WAIT_OP, e->rec);
@@ -2919,12 +2954,15 @@ static void capture_abandon_locked(sim_capture *c)
     free(c);
 }
 
-/* into: the program's own graph, whose nodes deps the capture starts after. */
+/* into: the program's own graph, whose nodes deps the capture starts after.
+ * SIM_CAPTURE_DELAY_US: the call takes that long before the capture begins. */
 SIM_API CUresult simc_capture_begin(CUstream h, int ptsz, int mode, CUgraph into, const CUgraphNode *deps,
                                     size_t ndeps)
 {
+    static atomic_uint delay = UINT_MAX;
     CUresult r;
     (void)mode;
+    delay_by(&delay, "SIM_CAPTURE_DELAY_US");
     if (into && !graph_ok(into))
         return CUDA_ERROR_INVALID_VALUE;
     if (ndeps && (!into || !deps))

@@ -1,0 +1,43 @@
+/* Guard scenario: a reset while cgraft stands aside. A loop of three
+ * launches, one with 40 KiB of dynamic shared memory, replays; twice, with
+ * cgraft paused around it (as the governor's probes pause it), the
+ * kernel's limit goes down to 32 KiB, and the 40 KiB launch must fail at
+ * its call when cgraft stands in again; in between it goes back up to
+ * 48 KiB, unpaused. What the change took away is forgotten even though it
+ * was not seen standing in. */
+#include <dlfcn.h>
+
+#include "common.h"
+
+enum { N = 64, ITERS = 40, KIB = 1024 };
+
+int main(void)
+{
+    register_kernels();
+    register_shm_kernel();
+    int (*set)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "cgraft_set_enabled");
+    const void *f = (const void *)k_shm;
+    cudaStream_t s;
+    CK(cudaStreamCreate(&s));
+    float *y = dev_alloc_init(N, 1.0f);
+    int n = N;
+    void *args[] = { &y, &n };
+    for (int it = 0; it < ITERS; it++) {
+        if (it == 10 || it == 30) {
+            int was = set ? set(0) : 1;
+            CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, 32 * KIB));
+            if (set)
+                set(was);
+        }
+        if (it == 20)
+            CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, 48 * KIB));
+        axpb(s, y, 0.9f, 0.01f * (float)(it % 3), N);
+        cudaError_t e = cudaLaunchKernel(f, d1(1), d1(N), args, 40 * KIB, s);
+        cudaError_t get = cudaGetLastError();
+        sq(s, y, N);
+        printf("it=%d launch %d [%d]\n", it, (int)e, (int)get);
+        CK(cudaStreamSynchronize(s));
+    }
+    print_dev("y", y, N);
+    return 0;
+}
