@@ -113,6 +113,43 @@ static int t_legacy_barrier(void)
     return 0;
 }
 
+/* A wait is an action of its stream: a legacy op after a blocking stream's
+ * wait on an event waits for that event's work, and a blocking stream's op
+ * after a legacy wait does too, with no op of their own in between. */
+static int t_legacy_waits(void)
+{
+    register_kernels();
+    cudaStream_t blk, nb;
+    cudaEvent_t e;
+    CK(cudaStreamCreate(&blk));
+    CK(cudaStreamCreateWithFlags(&nb, cudaStreamNonBlocking));
+    CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    float ha[N], hb[N], got[N];
+    init(ha, 1.0f);
+    init(hb, 2.0f);
+    float *a = dev_alloc_init(N, 1.0f), *b = dev_alloc_init(N, 2.0f);
+    for (int it = 0; it < 40; it++) {
+        axpb(nb, a, 0.9f, 0.1f, N);
+        CK(cudaEventRecord(e, nb));
+        CK(cudaStreamWaitEvent(blk, e, 0));
+        acc(cudaStreamLegacy, b, a, 0.5f, N); /* after nb's kernel, through blk's wait */
+        CK(cudaStreamSynchronize(cudaStreamLegacy));
+        axpb(nb, a, 0.5f, 0.25f, N);
+        CK(cudaEventRecord(e, nb));
+        CK(cudaStreamWaitEvent(cudaStreamLegacy, e, 0));
+        acc(blk, b, a, 0.25f, N);               /* after nb's kernel, through the legacy wait */
+        CK(cudaStreamSynchronize(blk));
+        host_axpb(ha, 0.9f, 0.1f, N);
+        host_acc(hb, ha, 0.5f, N);
+        host_axpb(ha, 0.5f, 0.25f, N);
+        host_acc(hb, ha, 0.25f, N);
+    }
+    CK(cudaDeviceSynchronize());
+    CK(cudaMemcpy(got, b, sizeof(got), cudaMemcpyDeviceToHost));
+    CHECK(!memcmp(got, hb, sizeof(got)), "a blocking stream's wait not seen by the legacy stream, or back");
+    return 0;
+}
+
 static int t_capture(void)
 {
     register_kernels();
@@ -1959,6 +1996,7 @@ static const struct {
     int (*fn)(void);
 } tests[] = {
     { "legacy-barrier", t_legacy_barrier },
+    { "legacy-waits", t_legacy_waits },
     { "capture", t_capture },
     { "graph-order", t_graph_order },
     { "graph-exec-params", t_graph_exec_params },

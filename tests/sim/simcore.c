@@ -830,19 +830,40 @@ static CUstream resolve_locked(CUstream h, int ptsz, CUresult *err)
     return NULL;
 }
 
-/* Dependencies of the next op on s, by the legacy-stream rules of its context. */
-static void stream_deps_locked(CUstream s, depvec *d)
+/* What a stream's next op waits for: its last op and the event waits made
+ * since. */
+static void stream_tail_locked(const struct CUstream_st *s, depvec *d)
 {
     dv_add(d, s->last);
     for (size_t i = 0; i < s->nwaits; i++)
         dv_add(d, s->waits[i]);
+}
+
+/* Dependencies of the next op on s, by the legacy-stream rules of its
+ * context: the legacy stream first waits on all blocking streams, then they
+ * wait on it, event waits included (a wait is an action in its stream). */
+static void stream_deps_locked(CUstream s, depvec *d)
+{
+    stream_tail_locked(s, d);
     if (s->kind == STREAM_LEGACY) {
         for (struct CUstream_st *t = G.streams; t; t = t->next)
             if (t->ctx == s->ctx && stream_blocking(t))
-                dv_add(d, t->last);
+                stream_tail_locked(t, d);
     } else if (stream_blocking(s)) {
-        dv_add(d, s->ctx->legacy.last);
+        stream_tail_locked(&s->ctx->legacy, d);
     }
+}
+
+/* The work a synchronisation or query of s covers: its own, and for the
+ * legacy stream every blocking stream's (which it waits on first); not the
+ * legacy stream's for a blocking one, whose later work only waits on it. */
+static void stream_work_locked(CUstream s, depvec *d)
+{
+    stream_tail_locked(s, d);
+    if (s->kind == STREAM_LEGACY)
+        for (struct CUstream_st *t = G.streams; t; t = t->next)
+            if (t->ctx == s->ctx && stream_blocking(t))
+                stream_tail_locked(t, d);
 }
 
 static void stream_advance_locked(CUstream s, uint64_t id)
@@ -990,7 +1011,7 @@ SIM_API CUresult simc_stream_sync(CUstream h, int ptsz)
     else if (s) {
         /* The legacy stream also waits for every blocking stream. */
         depvec d = {0};
-        stream_deps_locked(s, &d);
+        stream_work_locked(s, &d);
         for (size_t i = 0; i < d.n && r == CUDA_SUCCESS; i++)
             r = wait_locked(WAIT_OP, d.v[i]);
         free(d.v);
@@ -1009,7 +1030,7 @@ SIM_API CUresult simc_stream_query(CUstream h, int ptsz)
         r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     else if (s) {
         depvec d = {0};
-        stream_deps_locked(s, &d);
+        stream_work_locked(s, &d);
         if (d.n)
             r = CUDA_ERROR_NOT_READY;
         free(d.v);
