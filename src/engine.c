@@ -1206,8 +1206,11 @@ void cg_capture_begin(int entry)
 void cg_capture_end(void)
 {
 	cg_lock_take(&E.mu);
-	if (atomic_load(&cg_capturing) > 0 && atomic_fetch_sub(&cg_capturing, 1) == 1)
+	cg_wait_turn();
+	if (atomic_load(&cg_capturing) > 0 && atomic_fetch_sub(&cg_capturing, 1) == 1) {
 		cg_stand_aside_changed();
+		cg_bury(NULL); /* graphs forgotten while it ran */
+	}
 	cg_lock_give(&E.mu);
 }
 
