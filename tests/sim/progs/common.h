@@ -242,4 +242,19 @@ static inline float *dev_alloc_init(size_t n, float base)
     return d;
 }
 
+/* One step of a loop around k_shm's launch with 40 KiB of dynamic shared
+ * memory, which fails where the kernel's limit is lower: the launch's and
+ * the last error's codes are printed, so a replay that hides a failure or
+ * invents one shows. */
+static inline void shm_step(cudaStream_t s, float *y, int n, int it)
+{
+    void *args[] = { &y, &n };
+    axpb(s, y, 0.9f, 0.01f * (float)(it % 3), n);
+    cudaError_t e = cudaLaunchKernel((const void *)k_shm, d1(1), d1((unsigned)n), args, 40 * 1024, s);
+    cudaError_t get = cudaGetLastError();
+    sq(s, y, n);
+    printf("it=%d launch %d [%d]\n", it, (int)e, (int)get);
+    CK(cudaStreamSynchronize(s));
+}
+
 #endif

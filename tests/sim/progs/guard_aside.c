@@ -20,8 +20,6 @@ int main(void)
     cudaStream_t s;
     CK(cudaStreamCreate(&s));
     float *y = dev_alloc_init(N, 1.0f);
-    int n = N;
-    void *args[] = { &y, &n };
     for (int it = 0; it < ITERS; it++) {
         if (it == 10 || it == 30) {
             int was = set ? set(0) : 1;
@@ -31,12 +29,7 @@ int main(void)
         }
         if (it == 20)
             CK(cudaFuncSetAttribute(f, cudaFuncAttributeMaxDynamicSharedMemorySize, 48 * KIB));
-        axpb(s, y, 0.9f, 0.01f * (float)(it % 3), N);
-        cudaError_t e = cudaLaunchKernel(f, d1(1), d1(N), args, 40 * KIB, s);
-        cudaError_t get = cudaGetLastError();
-        sq(s, y, N);
-        printf("it=%d launch %d [%d]\n", it, (int)e, (int)get);
-        CK(cudaStreamSynchronize(s));
+        shm_step(s, y, N, it);
     }
     print_dev("y", y, N);
     return 0;
