@@ -41,7 +41,10 @@ struct cg_graph {
 	/* One per stream past the first that orders against the legacy stream
 	 * (the legacy stream, a blocking one, the per-thread one), recorded
 	 * after its join: its last op then follows the replayed work, as the
-	 * work the legacy stream's rules order after it expects; NULL else. */
+	 * work the legacy stream's rules order after it expects; NULL else.
+	 * By CUDA's rule the join's wait, an action of that stream, is already
+	 * what the legacy stream waits on; the mark keeps that true for a
+	 * barrier that counted ops only. */
 	CUevent *mark;
 	/* Held pageable sources are copied into pinned staging at launch, two
 	 * buffers in turn; done[b] orders a rewrite after the launch that read b. */
