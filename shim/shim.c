@@ -127,7 +127,7 @@ void *cg_tramp_enter(unsigned id)
 	 * A reset is seen even while the engine stands aside: what it takes
 	 * away is forgotten. */
 	int on = atomic_load_explicit(&cg_engine_on, memory_order_relaxed);
-	if (k != CG_K_PURE && (on || (k == CG_K_RESET && cg_engine_remembers())))
+	if (k != CG_K_PURE && (on || k == CG_K_RESET))
 		cg_engine_boundary((int)id, k, CG_WHY_UNSUPPORTED_API);
 	return real;
 }

@@ -40,6 +40,14 @@ void *cg_dlsym_real(void *handle, const char *name)
 	return f ? f(handle, name) : NULL;
 }
 
+CUkernel cg_backend_stub_kernel(const void *stub)
+{
+	cudaKernel_t k = NULL;
+	if (cg_backend_runtime() || CG_BK(rt_get_kernel, &k, stub) != CUDA_SUCCESS)
+		return NULL;
+	return (CUkernel)k;
+}
+
 /* The runtime is optional: a program with a static one has none cgraft
  * could reach, and launches no runtime stubs through cgraft. It may also be
  * loaded after the driver (Python imports), so a miss is asked again. */

@@ -100,6 +100,9 @@ static inline int cg_backend_ready(void)
 }
 /* The runtime's two helpers, looked up again while missing; 0 once found. */
 int cg_backend_runtime(void) CG_HIDDEN;
+/* The runtime's kernel of a host stub, or NULL (no runtime, or none). Call
+ * with the backend ready. */
+CUkernel cg_backend_stub_kernel(const void *stub) CG_HIDDEN;
 /* glibc's dlsym, for cgraft's own lookups (the exported dlsym is cgraft's). */
 void *cg_dlsym_real(void *handle, const char *name) CG_HIDDEN CG_NO_SANITIZE;
 /* For tests: replaces the table (NULL: back to the real one). */

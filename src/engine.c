@@ -95,6 +95,7 @@ static void cg_resolve(int foreign, int diverged);
 static int cg_run_end(int host_waits);
 static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why);
 static void cg_forget_reset_locked(void);
+static int cg_engine_remembers(void);
 static void cg_held_materialize(void);
 
 /* ---- the submission turn ------------------------------------------------- */
@@ -1045,7 +1046,7 @@ static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why)
 
 /* What is kept may be replayed again: not after exit, nor in a forked child,
  * nor with cgraft disabled from the start. */
-int cg_engine_remembers(void)
+static int cg_engine_remembers(void)
 {
 	return cg_opt.enable && !atomic_load(&cg_dead);
 }

@@ -27,12 +27,9 @@ void cg_engine_op_done(struct cg_op *op, int ok) CG_HIDDEN;
 /* A call cgraft does not hold: held work goes out first. kind is CG_K_SYNC
  * (the host waits for or looks at device work), CG_K_BND (work cgraft does
  * not model, counted with why against entry) or CG_K_RESET (also forget
- * every graph and kernel layout). */
+ * every graph and kernel layout, even while the engine stands aside, as the
+ * two forgetting calls below do). */
 void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why) CG_HIDDEN;
-/* Whether graphs and layouts are kept for later: what makes them wrong must
- * be forgotten even while the engine stands aside (the calls below, and a
- * CG_K_RESET boundary, do so). */
-int cg_engine_remembers(void) CG_HIDDEN;
 /* A stream or event is destroyed: held work goes out and graphs naming it go. */
 void cg_engine_forget_handle(int entry, CUstream s, CUevent e) CG_HIDDEN;
 /* An NCCL communicator's calls are not held from now on: held work goes

@@ -62,12 +62,8 @@ static struct cg_kinfo *cg_kinfo_learn(const void *key, enum cg_kkey how)
 	uint32_t n = 0;
 	if (cg_backend_ready())
 		return NULL;
-	if (how == CG_KEY_STUB) {
-		cudaKernel_t k = NULL;
-		if (cg_backend_runtime() || CG_BK(rt_get_kernel, &k, key) != CUDA_SUCCESS || !k)
-			return NULL;
-		h = k;
-	}
+	if (how == CG_KEY_STUB && !(h = cg_backend_stub_kernel(key)))
+		return NULL;
 	if (how == CG_KEY_DRIVER) {
 		/* A CUkernel may come cast to a CUfunction: asked as the wrong
 		 * kind, a handle may look like one without parameters. */

@@ -229,12 +229,8 @@ static const void *cg_attr_function(const void *h, enum cg_attr_how how)
 {
 	if (!h || cg_backend_ready())
 		return NULL;
-	if (how == CG_ATTR_STUB) {
-		cudaKernel_t k = NULL;
-		if (cg_backend_runtime() || CG_BK(rt_get_kernel, &k, h) != CUDA_SUCCESS || !k)
-			return NULL;
-		h = k;
-	}
+	if (how == CG_ATTR_STUB && !(h = cg_backend_stub_kernel(h)))
+		return NULL;
 	if (how == CG_ATTR_FUNC)
 		return h;
 	CUfunction f = NULL;
@@ -251,7 +247,7 @@ static void cg_attr_pre(int entry, const void *h, enum cg_attr_how how, int attr
 		   cg_attr_seen[i].raw == raw;
 	pthread_mutex_unlock(&cg_attr_lock);
 	cg_attr_call.f = f, cg_attr_call.raw = raw, cg_attr_call.same = same;
-	if (!same && cg_engine_remembers())
+	if (!same)
 		cg_engine_boundary(entry, CG_K_RESET, CG_WHY_RESET);
 }
 

@@ -244,6 +244,15 @@ static unsigned env_uint(const char *name, unsigned dflt)
     return (unsigned)x;
 }
 
+/* env_uint(name, 0), read once into cache (UINT_MAX until then). */
+static unsigned env_cached(atomic_uint *cache, const char *name)
+{
+    unsigned v = atomic_load_explicit(cache, memory_order_relaxed);
+    if (v == UINT_MAX)
+        atomic_store(cache, v = env_uint(name, 0));
+    return v;
+}
+
 static void legacy_init(struct CUctx_st *c)
 {
     memset(&c->legacy, 0, sizeof(c->legacy));
@@ -323,9 +332,7 @@ static void jitter(void)
 {
     static atomic_uint max = UINT_MAX;
     static _Thread_local uint64_t r;
-    unsigned us = atomic_load_explicit(&max, memory_order_relaxed);
-    if (us == UINT_MAX)
-        atomic_store(&max, us = env_uint("SIM_JITTER_US", 0));
+    unsigned us = env_cached(&max, "SIM_JITTER_US");
     if (!us)
         return;
     if (!r)
@@ -839,21 +846,6 @@ static void stream_tail_locked(const struct CUstream_st *s, depvec *d)
         dv_add(d, s->waits[i]);
 }
 
-/* Dependencies of the next op on s, by the legacy-stream rules of its
- * context: the legacy stream first waits on all blocking streams, then they
- * wait on it, event waits included (a wait is an action in its stream). */
-static void stream_deps_locked(CUstream s, depvec *d)
-{
-    stream_tail_locked(s, d);
-    if (s->kind == STREAM_LEGACY) {
-        for (struct CUstream_st *t = G.streams; t; t = t->next)
-            if (t->ctx == s->ctx && stream_blocking(t))
-                stream_tail_locked(t, d);
-    } else if (stream_blocking(s)) {
-        stream_tail_locked(&s->ctx->legacy, d);
-    }
-}
-
 /* The work a synchronisation or query of s covers: its own, and for the
  * legacy stream every blocking stream's (which it waits on first); not the
  * legacy stream's for a blocking one, whose later work only waits on it. */
@@ -864,6 +856,16 @@ static void stream_work_locked(CUstream s, depvec *d)
         for (struct CUstream_st *t = G.streams; t; t = t->next)
             if (t->ctx == s->ctx && stream_blocking(t))
                 stream_tail_locked(t, d);
+}
+
+/* Dependencies of the next op on s, by the legacy-stream rules of its
+ * context: the legacy stream first waits on all blocking streams, then they
+ * wait on it, event waits included (a wait is an action in its stream). */
+static void stream_deps_locked(CUstream s, depvec *d)
+{
+    stream_work_locked(s, d);
+    if (s->kind != STREAM_LEGACY && stream_blocking(s))
+        stream_tail_locked(&s->ctx->legacy, d);
 }
 
 static void stream_advance_locked(CUstream s, uint64_t id)
@@ -2399,9 +2401,7 @@ SIM_API CUresult simc_event_query(CUevent h)
  * window for another thread's calls (tests of what may change there). */
 static void delay_by(atomic_uint *cache, const char *name)
 {
-    unsigned us = atomic_load(cache);
-    if (us == UINT_MAX)
-        atomic_store(cache, us = env_uint(name, 0));
+    unsigned us = env_cached(cache, name);
     if (us) {
         struct timespec ts = { us / 1000000, (long)(us % 1000000) * 1000 };
         nanosleep(&ts, NULL);
@@ -2889,15 +2889,8 @@ SIM_API CUresult simc_exec_update(CUgraphExec e, CUgraph g, CUgraphNode *err)
  * tests can see what a replay that saves nothing does. */
 static void simc_graph_launch_delay(void)
 {
-    static long us = -1;
-    if (us < 0) {
-        const char *v = getenv("SIM_GRAPH_LAUNCH_US");
-        us = v ? strtol(v, NULL, 10) : 0;
-    }
-    if (us > 0) {
-        struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
-        nanosleep(&ts, NULL);
-    }
+    static atomic_uint delay = UINT_MAX;
+    delay_by(&delay, "SIM_GRAPH_LAUNCH_US");
 }
 
 /* An exec runs in the context it was instantiated in; a stream of another
