@@ -60,6 +60,7 @@ CLASS_CASES = [
     ("class.handles", "class_handles", [], {}),
     ("class.multidev", "class_multidev", [], {}),
     ("class.fork", "class_fork", [], {}),
+    ("class.legacy", "class_legacy", [], {}),
 ]
 
 # Pairs whose digests must agree bare: the hand-captured graph does the same
