@@ -62,14 +62,20 @@ def table(res):
         lines += ["", "## Host time per deferred kernel, and memory cgraft holds", "",
                   "*host µs/kernel*: the median time the timed loop took before its final synchronisation "
                   "under cgraft, per kernel launched (the GPU keeps up, so this is the host's cost of a "
-                  "deferred launch, graph launches included). *held*: pinned staging and arenas on the "
+                  "deferred launch, graph launches included). *floor*: the same loop's under an "
+                  "interposer that does nothing (`kernels/null_launch.c`): the program's loop and the "
+                  "runtime's launch stub, which no interposer avoids. *graph*: the hand-written graph's "
+                  "loop, per kernel in it. *held*: pinned staging and arenas on the "
                   "host, and the device memory the graph instantiations took (free memory before and "
                   "after), at exit.", "",
-                  "| workload | host µs/kernel | vs graph | held host KiB | held device KiB |",
-                  "| --- | ---: | ---: | ---: | ---: |"]
+                  "| workload | host µs/kernel | floor µs/kernel | graph µs/kernel | vs graph "
+                  "| held host KiB | held device KiB |",
+                  "| --- | ---: | ---: | ---: | ---: | ---: | ---: |"]
         kib = lambda b: None if b is None else b / 1024  # noqa: E731
         for r in hot:
             lines.append(f"| {r['name']} | {fmt(r.get('host_us_per_kernel'), '.3f')} | "
+                         f"{fmt(r.get('floor_us_per_kernel'), '.3f')} | "
+                         f"{fmt(r.get('graph_host_us_per_kernel'), '.3f')} | "
                          f"{fmt(r.get('vs_graph'), '.2f')} | {fmt(kib(r.get('held_host_bytes')), '.0f')} | "
                          f"{fmt(kib(r.get('held_device_bytes')), '.0f')} |")
     ab = [r for r in res.get("rows", []) if r.get("ab")]
