@@ -55,6 +55,7 @@ static struct {
 	struct cg_tmpl *lazy_src;
 	struct cg_tmpl *cand[CG_MAX_CAND];
 	int ncand;
+	size_t fast_upto;            /* held ops before it may take the fast path (cg_fast_limit) */
 	struct cg_tmpl *complete;    /* a candidate the held ops complete (a prefix of them) */
 	struct cg_tmpl *expect_src;  /* the template dirty[] was found against */
 	const struct cg_op *expect_vals; /* its values the launch is expected to carry */
@@ -292,6 +293,7 @@ static void cg_defer_clear(void)
 	cg_seg_clear(&E.held);
 	E.mode = CG_RECORD;
 	E.ncand = 0;
+	E.fast_upto = 0;
 	E.complete = NULL;
 	E.expect_src = NULL;
 	E.timing = 0;
@@ -702,6 +704,22 @@ static inline __attribute__((always_inline)) int cg_hold_fast(struct cg_op *op)
 	return 1;
 }
 
+/* Up to where the fast path, which looks at the first candidate only, may
+ * hold ops: with one candidate, everywhere; with more, before any of them
+ * ends and while all share the first's shapes, where the slow path would
+ * keep every one. */
+static void cg_fast_limit(void)
+{
+	size_t lim = E.ncand == 1 ? SIZE_MAX : 0;
+	for (int i = 0; E.ncand > 1 && i < E.ncand; i++) {
+		size_t n = E.cand[i]->n - 1, s = i ? cg_tmpl_shared(E.cand[0], E.cand[i]) : n;
+		n = s < n ? s : n;
+		if (!i || n < lim)
+			lim = n;
+	}
+	E.fast_upto = lim;
+}
+
 /* In record mode: whether op starts a template (a chain's expected next
  * piece first), and then holds it. */
 static int cg_try_start(struct cg_op *op, struct cg_wait *wait)
@@ -714,13 +732,23 @@ static int cg_try_start(struct cg_op *op, struct cg_wait *wait)
 		E.ncand = 1;
 	} else {
 		E.ncand = cg_table_starting(op, E.segno, E.anchor, E.run.n, E.cand, CG_MAX_CAND);
+		/* The one replayed most goes first: the fast path follows it,
+		 * and it decides whether this replay is timed. */
+		for (int i = 1; i < E.ncand; i++)
+			if (E.cand[i]->replays > E.cand[0]->replays) {
+				struct cg_tmpl *t = E.cand[0];
+				E.cand[0] = E.cand[i];
+				E.cand[i] = t;
+			}
 	}
 	E.expect = NULL;
 	if (!E.ncand)
 		return 0;
+	cg_fast_limit();
 	E.complete = NULL;
 	if (cg_seg_reserve(&E.held, E.cand[0]->n) || cg_dirty_reserve(E.cand[0]->n)) {
 		E.ncand = 0;
+		E.fast_upto = 0;
 		return 0;
 	}
 	/* Held ops are implicit (the template's, with its values) until written. */
@@ -758,7 +786,10 @@ static int cg_defer_more(struct cg_op *op, int first, struct cg_wait *wait)
 		cg_resolve(0, 1);
 		return 0;
 	}
-	E.ncand = w;
+	if (w != E.ncand) {
+		E.ncand = w;
+		cg_fast_limit();
+	}
 	return cg_defer_push(op, wait);
 }
 
@@ -841,12 +872,14 @@ static int cg_kernel_expected(struct cg_op *op)
 	return 1;
 }
 
-/* Whether op may take the fast path: a kernel, with one candidate, of the
- * thread and context that hold the segment. */
+/* Whether op may take the fast path: a kernel, where the first candidate
+ * stands for all (cg_fast_limit), of the thread and context that hold the
+ * segment. */
 static inline int cg_fast_ok(const struct cg_op *op)
 {
 	return !E.submitting && E.mode == CG_DEFER && op->kind == CG_OP_KERNEL && E.owner == &cg_self &&
-	       E.ctx == op->ctx && E.ncand == 1 && atomic_load_explicit(&cg_engine_on, memory_order_relaxed);
+	       E.ctx == op->ctx && E.held.n < E.fast_upto &&
+	       atomic_load_explicit(&cg_engine_on, memory_order_relaxed);
 }
 
 static int cg_fast_held(struct cg_op *op)

@@ -1,6 +1,7 @@
 /* The template table: found by their first op in O(1), most recently used
  * kept within CGRAFT_MAX_GRAPHS, and backed off when they keep diverging or
  * their replay costs more host time than eager calls. No CUDA here. */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +38,8 @@ struct cg_tmpl *cg_tmpl_new(const struct cg_op *ops, size_t n, uint64_t eager_ns
 		free(blk);
 		return NULL;
 	}
+	static _Atomic uint64_t ids;
+	t->id = atomic_fetch_add_explicit(&ids, 1, memory_order_relaxed) + 1;
 	t->ops = (struct cg_op *)blk;
 	CUlaunchAttribute *attr = (CUlaunchAttribute *)(t->ops + n);
 	uint8_t *p = (uint8_t *)(attr + at);
@@ -285,6 +288,18 @@ struct cg_tmpl *cg_table_take_if(int (*pred)(const struct cg_tmpl *t, void *cook
 		t = nx;
 	}
 	return taken;
+}
+
+size_t cg_tmpl_shared(struct cg_tmpl *a, const struct cg_tmpl *b)
+{
+	if (a->shared_id != b->id) {
+		size_t n = 0, m = a->n < b->n ? a->n : b->n;
+		while (n < m && cg_op_same_shape(&a->ops[n], &b->ops[n]))
+			n++;
+		a->shared_id = b->id;
+		a->shared_n = n;
+	}
+	return a->shared_n;
 }
 
 /* ---- back-off ---------------------------------------------------------------- */

@@ -33,6 +33,11 @@ struct cg_tmpl {
 	int follows;                     /* a chain's later piece: never starts a match */
 	int in_table;
 	int pins;                        /* hosts waiting on its read-back (engine.c) */
+	uint64_t id;                     /* unique: templates freed and made again differ */
+	/* How many first ops it shares in shape with the template of shared_id,
+	 * the last one cg_tmpl_shared() was asked about. */
+	uint64_t shared_id;
+	size_t shared_n;
 	/* Where it may start inside a run: after which template (a key only),
 	 * after how many eager ops. At a run's start any template may. */
 	struct {
@@ -65,6 +70,9 @@ int cg_table_starting(const struct cg_op *op, uint64_t segno, const void *anchor
 		      struct cg_tmpl **out, int max) CG_HIDDEN;
 /* Notes that t was found at this place of a run. */
 void cg_tmpl_add_start(struct cg_tmpl *t, const void *anchor, size_t offset) CG_HIDDEN;
+/* How many first ops a and b share in shape: held ops that match a's there
+ * match b's too. */
+size_t cg_tmpl_shared(struct cg_tmpl *a, const struct cg_tmpl *b) CG_HIDDEN;
 /* Whether t, a chain's next piece, may go on from op. */
 int cg_tmpl_can_follow(struct cg_tmpl *t, const struct cg_op *op, uint64_t segno) CG_HIDDEN;
 void cg_table_touch(struct cg_tmpl *t) CG_HIDDEN;
