@@ -710,12 +710,13 @@ static inline __attribute__((always_inline)) int cg_hold_fast(struct cg_op *op)
  * keep every one. */
 static void cg_fast_limit(void)
 {
-	size_t lim = E.ncand == 1 ? SIZE_MAX : 0;
-	for (int i = 0; E.ncand > 1 && i < E.ncand; i++) {
-		size_t n = E.cand[i]->n - 1, s = i ? cg_tmpl_shared(E.cand[0], E.cand[i]) : n;
-		n = s < n ? s : n;
-		if (!i || n < lim)
-			lim = n;
+	size_t lim = E.ncand > 1 ? E.cand[0]->n - 1 : SIZE_MAX;
+	for (int i = 1; i < E.ncand; i++) {
+		size_t s = cg_tmpl_shared(E.cand[0], E.cand[i]);
+		if (s > E.cand[i]->n - 1)
+			s = E.cand[i]->n - 1;
+		if (s < lim)
+			lim = s;
 	}
 	E.fast_upto = lim;
 }
@@ -731,15 +732,9 @@ static int cg_try_start(struct cg_op *op, struct cg_wait *wait)
 		E.cand[0] = E.expect;
 		E.ncand = 1;
 	} else {
+		/* The one replayed most first: the fast path follows it, and
+		 * it decides whether this replay is timed. */
 		E.ncand = cg_table_starting(op, E.segno, E.anchor, E.run.n, E.cand, CG_MAX_CAND);
-		/* The one replayed most goes first: the fast path follows it,
-		 * and it decides whether this replay is timed. */
-		for (int i = 1; i < E.ncand; i++)
-			if (E.cand[i]->replays > E.cand[0]->replays) {
-				struct cg_tmpl *t = E.cand[0];
-				E.cand[0] = E.cand[i];
-				E.cand[i] = t;
-			}
 	}
 	E.expect = NULL;
 	if (!E.ncand)

@@ -210,8 +210,14 @@ int cg_table_starting(const struct cg_op *op, uint64_t segno, const void *anchor
 	int n = 0;
 	for (struct cg_tmpl *t = cg_bucket[cg_bucket_of(op->shape)]; t && n < max; t = t->hnext)
 		if (!t->follows && cg_op_same_shape(&t->ops[0], op) && cg_starts_here(t, anchor, offset) &&
-		    cg_usable(t, segno))
-			out[n++] = t;
+		    cg_usable(t, segno)) {
+			out[n] = t;
+			if (n && t->replays > out[0]->replays) {
+				out[n] = out[0];
+				out[0] = t;
+			}
+			n++;
+		}
 	return n;
 }
 

@@ -65,7 +65,7 @@ struct cg_tmpl *cg_table_find(const struct cg_op *ops, size_t n) CG_HIDDEN;
 /* Usable templates that start a match with op, at most max: any at a run's
  * start, inside a run (offset > 0 eager ops after anchor) only those learnt
  * at that place, so that a stretch is not tried wherever its first op
- * recurs. */
+ * recurs. The one replayed most comes first. */
 int cg_table_starting(const struct cg_op *op, uint64_t segno, const void *anchor, size_t offset,
 		      struct cg_tmpl **out, int max) CG_HIDDEN;
 /* Notes that t was found at this place of a run. */

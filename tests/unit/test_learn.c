@@ -439,6 +439,47 @@ static void test_table_lru(void **state)
 	cg_seg_free(&run);
 }
 
+/* Templates that start alike: the one replayed most is found first, and
+ * how many first ops two share in shape is counted once and kept for the
+ * pair, not for a template made again where a freed one was. */
+static void test_starting_alike(void **state)
+{
+	(void)state;
+	struct cg_seg four = { 0 }, three = { 0 }, other = { 0 };
+	add_n(&four, &ka, 1, 4);
+	add_n(&three, &ka, 1, 2);
+	add(&three, &kb, 1, 0);
+	add_n(&other, &ka, 1, 3);
+	struct cg_tmpl *a = cg_tmpl_new(four.ops, four.n, 0), *b = cg_tmpl_new(three.ops, three.n, 0);
+	assert_non_null(a);
+	assert_non_null(b);
+	assert_null(cg_table_add(a, 64));
+	assert_null(cg_table_add(b, 64));
+	struct cg_tmpl *out[8];
+	a->replays = 5;
+	b->replays = 2;
+	assert_int_equal(cg_table_starting(&four.ops[0], 0, NULL, 0, out, 8), 2);
+	assert_ptr_equal(out[0], a);
+	assert_ptr_equal(out[1], b);
+	a->replays = 1;
+	assert_int_equal(cg_table_starting(&four.ops[0], 0, NULL, 0, out, 8), 2);
+	assert_ptr_equal(out[0], b);
+	assert_ptr_equal(out[1], a);
+	assert_int_equal(cg_tmpl_shared(a, b), 2);
+	assert_int_equal(cg_tmpl_shared(a, b), 2);
+	assert_int_equal(cg_tmpl_shared(b, a), 2);
+	/* b goes; a template of other shapes comes, perhaps where b was. */
+	cg_table_remove(b);
+	cg_tmpl_free(b);
+	struct cg_tmpl *c = cg_tmpl_new(other.ops, other.n, 0);
+	assert_non_null(c);
+	assert_int_equal(cg_tmpl_shared(a, c), 3);
+	cg_tmpl_free(c);
+	cg_seg_free(&four);
+	cg_seg_free(&three);
+	cg_seg_free(&other);
+}
+
 /* The pieces of a chain of n ops: 8, 24, 72, ... with a rest shorter than
  * half a piece joining the last. */
 static int pieces(size_t n, size_t first, size_t *out)
@@ -493,6 +534,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_no_short_pieces, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_whole_known, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_start_keys, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_starting_alike, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_learn_adds_start, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_backoff, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_backoff_slow, setup, teardown),
