@@ -6,6 +6,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <thread>
 
 #include "class_kernels.cuh"
@@ -92,3 +94,54 @@ static inline long class_start(int argc, char **argv, long def, long min) {
     class_watchdog(argv[0]);
     return n;
 }
+
+// A second host thread that runs work(it) for each turn the main thread hands it, one at a
+// time: run(it) returns once work(it) has, so what work wrote is the caller's to read. The
+// thread ends with the object.
+class Turns {
+  public:
+    template <class F> explicit Turns(F work) : t_([this, work] { serve(work); }) {}
+    Turns(const Turns &) = delete;
+    Turns &operator=(const Turns &) = delete;
+    ~Turns() {
+        {
+            std::lock_guard<std::mutex> l(mu_);
+            quit_ = true;
+        }
+        cv_.notify_all();
+        t_.join();
+    }
+    void run(long it) {
+        {
+            std::lock_guard<std::mutex> l(mu_);
+            turn_ = it;
+        }
+        cv_.notify_all();
+        std::unique_lock<std::mutex> l(mu_);
+        cv_.wait(l, [&] { return done_ == it; });
+    }
+
+  private:
+    template <class F> void serve(F work) {
+        for (;;) {
+            long it;
+            {
+                std::unique_lock<std::mutex> l(mu_);
+                cv_.wait(l, [&] { return quit_ || turn_ > done_; });
+                if (quit_ && turn_ == done_) return;
+                it = turn_;
+            }
+            work(it);
+            {
+                std::lock_guard<std::mutex> l(mu_);
+                done_ = it;
+            }
+            cv_.notify_all();
+        }
+    }
+    std::mutex mu_;
+    std::condition_variable cv_;
+    long turn_ = -1, done_ = -1;
+    bool quit_ = false;
+    std::thread t_;  // last: it starts once the members it uses are made
+};

@@ -7,10 +7,8 @@
 // rule does not hold), then it runs loops that lean on it: work on a non-blocking stream
 // joined into a blocking one by a wait alone and read on the legacy stream; the same with
 // the per-thread stream, read from a second host thread.
-#include <condition_variable>
 #include <cstdlib>
 #include <cstring>
-#include <mutex>
 
 #include "class_common.cuh"
 
@@ -36,6 +34,18 @@ static float first(const float *d) {
     float v;
     CK(cudaMemcpy(&v, d, sizeof v, cudaMemcpyDeviceToHost));
     return v;
+}
+
+// w = w * m + b on home; then, on the non-blocking stream nb, out = late(w) squared; home
+// waits for that, a wait being its last action.
+static void through(cudaStream_t home, cudaStream_t nb, cudaEvent_t e, float *w, float *out, float m, float b) {
+    axpb(home, w, m, b, N);
+    CK(cudaEventRecord(e, home));
+    CK(cudaStreamWaitEvent(nb, e, 0));
+    late(nb, out, w, N, 20000);
+    sq(nb, out, N);
+    CK(cudaEventRecord(e, nb));
+    CK(cudaStreamWaitEvent(home, e, 0));
 }
 
 // One round of the check: `late` on the non-blocking stream nb writes x, an event recorded
@@ -94,13 +104,7 @@ int main(int argc, char **argv) {
     CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
     std::vector<float> log, h(N);
     for (long it = 0; it < iters; it++) {
-        axpb(blk, w, 0.95f, 0.02f * (float)(it % 5), N);
-        CK(cudaEventRecord(e, blk));
-        CK(cudaStreamWaitEvent(nb, e, 0));
-        late(nb, x, w, N, 20000);
-        sq(nb, x, N);
-        CK(cudaEventRecord(e, nb));
-        CK(cudaStreamWaitEvent(blk, e, 0));
+        through(blk, nb, e, w, x, 0.95f, 0.02f * (float)(it % 5));
         acc(0, z, x, 0.25f, N);
         reduce(0, r, z, N);
         if (it % 8 == 7) {
@@ -116,58 +120,21 @@ int main(int argc, char **argv) {
     // The per-thread stream waits for the non-blocking stream's work; a second host thread,
     // woken each iteration, folds its result into snap on the legacy stream.
     float *snap = dev_init(N, 0.0f);
-    std::mutex mu;
-    std::condition_variable cv;
-    long turn = -1, done = -1;
-    bool quit = false;
     std::vector<float> snap_log;
-    std::thread t([&] {
-        std::vector<float> hh(N);
-        for (;;) {
-            long it;
-            {
-                std::unique_lock<std::mutex> l(mu);
-                cv.wait(l, [&] { return quit || turn > done; });
-                if (quit && turn == done) return;
-                it = turn;
-            }
+    {
+        Turns helper([&](long it) {
             acc(0, snap, y, 0.5f, N);
             CK(cudaStreamSynchronize(0));
             if (it % 4 == 3) {
-                CK(cudaMemcpy(hh.data(), snap, N * sizeof(float), cudaMemcpyDeviceToHost));
-                snap_log.push_back(hh[it % N] + hh[N - 1]);
+                CK(cudaMemcpy(h.data(), snap, N * sizeof(float), cudaMemcpyDeviceToHost));
+                snap_log.push_back(h[it % N] + h[N - 1]);
             }
-            {
-                std::lock_guard<std::mutex> l(mu);
-                done = it;
-            }
-            cv.notify_all();
-        }
-    });
-    for (long it = 0; it < iters; it++) {
-        axpb(cudaStreamPerThread, w, 0.9f, 0.01f * (float)(it % 3), N);
-        CK(cudaEventRecord(e, cudaStreamPerThread));
-        CK(cudaStreamWaitEvent(nb, e, 0));
-        late(nb, y, w, N, 20000);
-        sq(nb, y, N);
-        CK(cudaEventRecord(e, nb));
-        CK(cudaStreamWaitEvent(cudaStreamPerThread, e, 0));
-        {
-            std::lock_guard<std::mutex> l(mu);
-            turn = it;
-        }
-        cv.notify_all();
-        {
-            std::unique_lock<std::mutex> l(mu);
-            cv.wait(l, [&] { return done == it; });
+        });
+        for (long it = 0; it < iters; it++) {
+            through(cudaStreamPerThread, nb, e, w, y, 0.9f, 0.01f * (float)(it % 3));
+            helper.run(it);
         }
     }
-    {
-        std::lock_guard<std::mutex> l(mu);
-        quit = true;
-    }
-    cv.notify_all();
-    t.join();
     CK(cudaDeviceSynchronize());
     print_host("snap-log", snap_log.data(), snap_log.size());
     print_dev("snap", snap, N);

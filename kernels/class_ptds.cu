@@ -77,55 +77,24 @@ int main(int argc, char **argv) {
     // main thread's z into snap on the legacy stream: that must see this iteration's
     // queued update of z.
     {
-        std::mutex mu;
-        std::condition_variable cv;
-        long turn = -1, done = -1;
-        bool quit = false;
-        std::vector<float> snap_sums;
-        std::thread t([&] {
-            std::vector<float> h(N);
-            for (;;) {
-                long it;
-                {
-                    std::unique_lock<std::mutex> l(mu);
-                    cv.wait(l, [&] { return quit || turn > done; });
-                    if (quit && turn == done) return;
-                    it = turn;
-                }
+        std::vector<float> snap_sums, h(N);
+        {
+            Turns helper([&](long it) {
                 float s = helper_work(other, it);
                 acc(cudaStreamLegacy, snap, z, 0.5f, N);
                 CK(cudaStreamSynchronize(cudaStreamLegacy));
                 CK(cudaMemcpy(h.data(), snap, N * sizeof(float), cudaMemcpyDeviceToHost));
-                {
-                    std::lock_guard<std::mutex> l(mu);
-                    sums.push_back(s);
-                    snap_sums.push_back(h[it % N] + h[N - 1]);
-                    done = it;
-                }
-                cv.notify_all();
+                sums.push_back(s);
+                snap_sums.push_back(h[it % N] + h[N - 1]);
+            });
+            for (long it = 0; it < iters; it++) {
+                main_work(y, z, it + iters);
+                helper.run(it);
+                CK(cudaStreamSynchronize(0));
+                CK(cudaMemcpy(host.data(), z, N * sizeof(float), cudaMemcpyDeviceToHost));
+                log.push_back(host[it % N] + host[N - 1]);
             }
-        });
-        for (long it = 0; it < iters; it++) {
-            main_work(y, z, it + iters);
-            {
-                std::lock_guard<std::mutex> l(mu);
-                turn = it;
-            }
-            cv.notify_all();
-            {
-                std::unique_lock<std::mutex> l(mu);
-                cv.wait(l, [&] { return done == it; });
-            }
-            CK(cudaStreamSynchronize(0));
-            CK(cudaMemcpy(host.data(), z, N * sizeof(float), cudaMemcpyDeviceToHost));
-            log.push_back(host[it % N] + host[N - 1]);
         }
-        {
-            std::lock_guard<std::mutex> l(mu);
-            quit = true;
-        }
-        cv.notify_all();
-        t.join();
         print_host("snap-log", snap_sums.data(), snap_sums.size());
     }
     CK(cudaDeviceSynchronize());
