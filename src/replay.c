@@ -37,15 +37,10 @@ struct cg_graph {
 	uint64_t *hist, *hnow;
 	uint8_t *fresh;
 	CUevent *fork;          /* one per stream past the first */
+	/* After a launch each stream past the first waits on join: that wait,
+	 * an action of its stream, is what the legacy stream's rules order
+	 * later work after (kernels/class_legacy.cu checks CUDA keeps it). */
 	CUevent join, waitev;
-	/* One per stream past the first that orders against the legacy stream
-	 * (the legacy stream, a blocking one, the per-thread one), recorded
-	 * after its join: its last op then follows the replayed work, as the
-	 * work the legacy stream's rules order after it expects; NULL else.
-	 * By CUDA's rule the join's wait, an action of that stream, is already
-	 * what the legacy stream waits on; the mark keeps that true for a
-	 * barrier that counted ops only. */
-	CUevent *mark;
 	/* Held pageable sources are copied into pinned staging at launch, two
 	 * buffers in turn; done[b] orders a rewrite after the launch that read b. */
 	uint8_t *staging[2];
@@ -264,13 +259,6 @@ static int cg_make_events(struct cg_graph *g, const struct cg_tmpl *t)
 				return -EIO;
 		if (CG_BK(event_create, &g->join, fl) != CUDA_SUCCESS)
 			return -EIO;
-		g->mark = calloc((size_t)ns, sizeof *g->mark);
-		if (!g->mark)
-			return -ENOMEM;
-		for (int i = 1; i < ns; i++)
-			if (cg_stream_blocking(NULL, g->dag.streams[i]) &&
-			    CG_BK(event_create, &g->mark[i], fl) != CUDA_SUCCESS)
-				return -EIO;
 	}
 	if (t->ops[t->n - 1].flags & CG_F_HOST_WAITS &&
 	    CG_BK(event_create, &g->waitev, fl) != CUDA_SUCCESS)
@@ -449,7 +437,6 @@ static void cg_graph_free_memory(struct cg_graph *g)
 	free(g->hist);
 	free(g->node);
 	free(g->fork);
-	free(g->mark);
 	free(g->stage_off);
 	free(g);
 }
@@ -469,9 +456,6 @@ void cg_graph_destroy(struct cg_graph *g)
 			CG_BK(event_destroy, g->fork[i]);
 	if (g->join)
 		CG_BK(event_destroy, g->join);
-	for (int i = 1; g->mark && i < g->dag.nstreams; i++)
-		if (g->mark[i])
-			CG_BK(event_destroy, g->mark[i]);
 	if (g->waitev)
 		CG_BK(event_destroy, g->waitev);
 	for (int b = 0; b < 2; b++) {
@@ -686,11 +670,8 @@ int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l)
 	}
 	if (g->dag.nstreams > 1) {
 		CG_BK(event_record, g->join, ls);
-		for (int i = 1; i < g->dag.nstreams; i++) {
+		for (int i = 1; i < g->dag.nstreams; i++)
 			CG_BK(stream_wait, g->dag.streams[i], g->join, 0);
-			if (g->mark[i])
-				CG_BK(event_record, g->mark[i], g->dag.streams[i]);
-		}
 	}
 	if (g->stage_size) {
 		CG_BK(event_record, g->done[g->cur], ls);
