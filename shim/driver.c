@@ -112,6 +112,15 @@ static void *cg_drv_real(void **slot, const char *name)
 		return rc;                                                      \
 	}
 
+#define CG_DWRAP_WAIT(name, family, pt, params, args)                           \
+	CG_EXPORT CUresult name params                                          \
+	{                                                                       \
+		CG_DRV_ENTER(name, args);                                       \
+		if (cg_wait_##family(CG_E_##name, pt, CG_UNPAREN args))         \
+			return CUDA_SUCCESS;                                    \
+		return CG_DCALL(name, args);                                    \
+	}
+
 /* ---- handing out wrappers ------------------------------------------------------- */
 static pthread_mutex_t cg_dyn_lock = PTHREAD_MUTEX_INITIALIZER;
 static int cg_ndyn;

@@ -199,6 +199,15 @@ CG_EXPORT unsigned long long cgraft_call_time_ns(int on)
 		return rc;                                                      \
 	}
 
+#define CG_WRAP_WAIT(name, family, pt, params, args)                            \
+	CG_EXPORT cudaError_t name params                                       \
+	{                                                                       \
+		CG_RT_ENTER(name, args);                                        \
+		if (cg_wait_##family(CG_E_##name, pt, CG_UNPAREN args))         \
+			return cudaSuccess;                                     \
+		return CG_CALL_REAL(name, args);                                \
+	}
+
 #define CG_RT(kind, name, family, pt, params, args) CG_WRAP_##kind(name, family, pt, params, args)
 #include "cuda_api.def"
 #undef CG_RT

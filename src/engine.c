@@ -76,6 +76,14 @@ static struct {
 	int passive_rounds;
 	struct cg_tmpl *graveyard;   /* to be freed by the next turn */
 	struct cg_tmpl *pinned;      /* buried while a host waits for its read-back */
+	/* The stream of the last replayed read-back its host waited for, and
+	 * the epoch then: while it holds, with nothing held, no work came to
+	 * any stream since, and that one has nothing left (cg_engine_stream_sync). */
+	struct {
+		CUstream stream;
+		const void *thread;
+		uint64_t epoch;
+	} idle;
 	int timer;                   /* 0 not started, 1 idle, 2 watching */
 	int atexit_done;
 } E = {
@@ -135,6 +143,13 @@ static void cg_relock_after_calls(void)
 struct cg_wait {
 	CUevent ev;
 	struct cg_tmpl *t;
+	/* Where the read-back landed, to be copied to dst once it is there. */
+	const void *landing;
+	void *dst;
+	size_t n;
+	/* The graph's one stream (else NULL), and the epoch right after the launch. */
+	CUstream stream;
+	uint64_t epoch;
 };
 
 /* Frees the graphs of templates taken out of the table (one a host still
@@ -459,6 +474,13 @@ static int cg_run_end(int host_waits)
  * when nothing was launched. */
 static int cg_launch(struct cg_tmpl *t, struct cg_wait *wait)
 {
+	*wait = (struct cg_wait){ 0 };
+	/* A host still waiting on t's landing would read this launch's: the
+	 * ops run eagerly (another thread's, in turn). */
+	if (t->pins && t->ops[t->n - 1].flags & CG_F_LANDS_PINNED) {
+		cg_count_fallback(CG_WHY_THREADS);
+		return -EBUSY;
+	}
 	if (E.expect_src != t)
 		cg_held_materialize();
 	struct cg_launch l = { .ops = E.held.ops, .dirty = E.expect_src == t ? E.dirty : NULL, .epoch = E.epoch,
@@ -467,7 +489,6 @@ static int cg_launch(struct cg_tmpl *t, struct cg_wait *wait)
 	cg_unlock_for_calls();
 	int rc = cg_graph_launch(t, &l);
 	cg_relock_after_calls();
-	*wait = (struct cg_wait){ 0 };
 	if (rc) {
 		cg_count_fallback(CG_WHY_LAUNCH_FAILED);
 		cg_tmpl_backoff(t, CG_WHY_LAUNCH_FAILED, E.segno);
@@ -478,7 +499,14 @@ static int cg_launch(struct cg_tmpl *t, struct cg_wait *wait)
 	cg_table_touch(t);
 	E.epoch = l.epoch + 1;
 	if (l.wait) {
-		*wait = (struct cg_wait){ l.wait, t };
+		*wait = (struct cg_wait){ .ev = l.wait, .t = t };
+		if (l.landing) {
+			wait->landing = l.landing;
+			wait->dst = E.held.ops[t->n - 1].u.cp.dst;
+			wait->n = l.landing_size;
+		}
+		wait->stream = l.stream;
+		wait->epoch = E.epoch;
 		t->pins++;
 	}
 	return 0;
@@ -836,8 +864,16 @@ static int cg_wait_readback(struct cg_wait *w)
 	if (!w->ev)
 		return 0;
 	int rc = (int)CG_BK(event_sync, w->ev);
+	if (rc == CUDA_SUCCESS && w->landing)
+		memcpy(w->dst, w->landing, w->n);
 	cg_lock_take(&E.mu);
 	cg_wait_turn();
+	/* No work came while it waited: its stream has nothing left. */
+	if (rc == CUDA_SUCCESS && w->stream && E.epoch == w->epoch) {
+		E.idle.stream = w->stream;
+		E.idle.thread = &cg_self;
+		E.idle.epoch = E.epoch;
+	}
 	if (--w->t->pins == 0)
 		for (struct cg_tmpl **pp = &E.pinned; *pp; pp = &(*pp)->next)
 			if (*pp == w->t) {
@@ -1070,6 +1106,23 @@ static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why)
 		cg_count_fallback(CG_WHY_RESET);
 		cg_forget_reset_locked();
 	}
+}
+
+int cg_engine_stream_sync(int entry, CUstream s)
+{
+	cg_lock_take(&E.mu);
+	cg_wait_turn();
+	/* Work that came since passed eagerly or was launched (epoch), or is
+	 * held. */
+	int idle = atomic_load(&cg_engine_on) && E.idle.stream == s && E.idle.thread == &cg_self &&
+		   E.idle.epoch == E.epoch && E.mode == CG_RECORD;
+	E.seq++;
+	if (idle)
+		cg_stat_add(syncs_answered, 1);
+	else if (atomic_load(&cg_engine_on))
+		cg_boundary_locked(entry, CG_K_SYNC, CG_WHY_UNSUPPORTED_API);
+	cg_lock_give(&E.mu);
+	return idle;
 }
 
 /* What is kept may be replayed again: not after exit, nor in a forked child,

@@ -30,6 +30,10 @@ void cg_engine_op_done(struct cg_op *op, int ok) CG_HIDDEN;
  * every graph and kernel layout, even while the engine stands aside, as the
  * two forgetting calls below do). */
 void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why) CG_HIDDEN;
+/* A synchronisation of stream s: 1 where the engine answers it, s having
+ * nothing left (its last work a replayed read-back the calling thread
+ * waited for, nothing else since), else 0 after a CG_K_SYNC boundary. */
+int cg_engine_stream_sync(int entry, CUstream s) CG_HIDDEN;
 /* A stream or event is destroyed: held work goes out and graphs naming it go. */
 void cg_engine_forget_handle(int entry, CUstream s, CUevent e) CG_HIDDEN;
 /* An NCCL communicator's calls are not held from now on: held work goes

@@ -294,8 +294,11 @@ static int cg_op_copy(struct cg_op *op, int pt, enum cg_reason *why, const struc
 	op->u.cp.dst_host = (uint8_t)dst_host;
 	op->u.cp.src_host = (uint8_t)src_host;
 	/* Into pageable memory a copy is host-synchronous even when async. */
-	if (md == CG_MEM_PAGEABLE)
+	if (md == CG_MEM_PAGEABLE) {
 		op->flags |= CG_F_DST_PAGEABLE | CG_F_HOST_WAITS;
+		if (c->height == 1 && c->depth == 1 && c->width <= CG_SNAPSHOT_MAX)
+			op->flags |= CG_F_LANDS_PINNED;
+	}
 	if (c->sync && k != cudaMemcpyDeviceToDevice)
 		op->flags |= CG_F_HOST_WAITS;
 	if (ms == CG_MEM_PAGEABLE) {
@@ -610,7 +613,7 @@ int cg_op_from_cuMemcpyPeer(struct cg_op *op, int pt, enum cg_reason *why, CUdev
 }
 
 /* The copy as the driver's descriptor, reading its source from src. */
-void cg_copy_desc(const struct cg_op *op, const void *src, CUDA_MEMCPY3D *d)
+void cg_copy_desc(const struct cg_op *op, const void *src, void *dst, CUDA_MEMCPY3D *d)
 {
 	memset(d, 0, sizeof *d);
 	if (op->u.cp.src_host) {
@@ -622,10 +625,10 @@ void cg_copy_desc(const struct cg_op *op, const void *src, CUDA_MEMCPY3D *d)
 	}
 	if (op->u.cp.dst_host) {
 		d->dstMemoryType = CU_MEMORYTYPE_HOST;
-		d->dstHost = op->u.cp.dst;
+		d->dstHost = dst;
 	} else {
 		d->dstMemoryType = CU_MEMORYTYPE_DEVICE;
-		d->dstDevice = (CUdeviceptr)(uintptr_t)op->u.cp.dst;
+		d->dstDevice = (CUdeviceptr)(uintptr_t)dst;
 	}
 	d->srcPitch = op->u.cp.spitch;
 	d->srcHeight = op->u.cp.sheight;
@@ -1065,8 +1068,10 @@ int cg_op_same_values(const struct cg_op *a, const struct cg_op *b)
 		return !memcmp(a->u.k.params, b->u.k.params, a->nbytes);
 	case CG_OP_COPY:
 		/* A held pageable source is read from cgraft's staging: its
-		 * bytes are copied at every replay, the address never matters. */
-		return a->u.cp.dst == b->u.cp.dst &&
+		 * bytes are copied at every replay, the address never matters;
+		 * nor does a destination a graph's copy lands in pinned memory
+		 * for (copied out after the wait). */
+		return (a->flags & CG_F_LANDS_PINNED || a->u.cp.dst == b->u.cp.dst) &&
 		       ((a->flags & CG_F_SRC_PAGEABLE && !(a->flags & CG_F_HOST_WAITS)) ||
 			a->u.cp.src == b->u.cp.src);
 	case CG_OP_MEMSET:
@@ -1094,7 +1099,8 @@ uint64_t cg_op_values_hash(const struct cg_op *o)
 		break;
 	}
 	case CG_OP_COPY:
-		h = (h ^ (uintptr_t)o->u.cp.dst) * 0x100000001b3ull;
+		if (!(o->flags & CG_F_LANDS_PINNED))
+			h = (h ^ (uintptr_t)o->u.cp.dst) * 0x100000001b3ull;
 		if (!(o->flags & CG_F_SRC_PAGEABLE) || o->flags & CG_F_HOST_WAITS)
 			h = (h ^ (uintptr_t)o->u.cp.src) * 0x100000001b3ull;
 		break;
@@ -1240,7 +1246,7 @@ CUresult cg_op_submit(const struct cg_op *op, CUstream s)
 				     (CUdeviceptr)(uintptr_t)op->u.cp.src, op->u.cp.width, s);
 		{
 			CUDA_MEMCPY3D d;
-			cg_copy_desc(op, op->u.cp.src, &d);
+			cg_copy_desc(op, op->u.cp.src, op->u.cp.dst, &d);
 			return CG_BK(memcpy3d_async, &d, s);
 		}
 	case CG_OP_MEMSET:

@@ -25,6 +25,10 @@ enum cg_op_flag {
 	CG_F_SRC_PAGEABLE = 1 << 1, /* copy source in pageable memory: read at call time */
 	CG_F_DST_PAGEABLE = 1 << 2, /* copy destination in pageable memory */
 	CG_F_PACKED = 1 << 3,       /* kernel parameters came as one "extra" buffer */
+	/* A read-back into pageable memory a graph lands in pinned memory of
+	 * cgraft's, copied out once the host has waited (replay.c): a graph's
+	 * copy into pageable memory is slower. */
+	CG_F_LANDS_PINNED = 1 << 4,
 };
 
 /* Kernel parameter layout, learnt once per handle. */
@@ -300,7 +304,7 @@ void cg_op_describe_change(char *buf, size_t size, const struct cg_op *was, cons
 /* Kernel arguments from cgraft's copy: argv for parameters, or extra. */
 void cg_kernel_args(const struct cg_op *op, void **argv, void **extra, size_t *extra_size) CG_HIDDEN;
 /* The copy as the driver's descriptor. */
-void cg_copy_desc(const struct cg_op *op, const void *src, CUDA_MEMCPY3D *d) CG_HIDDEN;
+void cg_copy_desc(const struct cg_op *op, const void *src, void *dst, CUDA_MEMCPY3D *d) CG_HIDDEN;
 /* Submits a held op eagerly through the driver, on stream (the op's, or the
  * legacy stream in place of another thread's per-thread stream). */
 CUresult cg_op_submit(const struct cg_op *op, CUstream stream) CG_HIDDEN;

@@ -47,6 +47,9 @@ struct cg_graph {
 	size_t stage_size, *stage_off;
 	CUevent done[2];
 	int used[2], cur;
+	/* A read-back into pageable memory lands here (CG_F_LANDS_PINNED). */
+	uint8_t *landing;
+	size_t landing_size;
 	uint64_t epoch_after;   /* epoch right after the last launch */
 	const void *thread;     /* that launch's thread */
 	int launched;
@@ -129,6 +132,12 @@ static const void *cg_copy_source(const struct cg_graph *g, size_t i, const stru
 	return cg_staged(op) ? g->staging[b] + g->stage_off[i] : op->u.cp.src;
 }
 
+/* A copy node writes a read-back into pageable memory to the landing. */
+static void *cg_copy_dest(const struct cg_graph *g, const struct cg_op *op)
+{
+	return op->flags & CG_F_LANDS_PINNED ? g->landing : op->u.cp.dst;
+}
+
 static CUresult cg_kernel_node_attrs(CUgraphNode node, const struct cg_op *op)
 {
 	for (uint32_t a = 0; a < op->u.k.nattr; a++) {
@@ -180,7 +189,7 @@ static CUresult cg_node_add(struct cg_graph *g, const struct cg_op *op, size_t i
 	}
 	case CG_OP_COPY: {
 		CUDA_MEMCPY3D d;
-		cg_copy_desc(op, cg_copy_source(g, i, op, 0), &d);
+		cg_copy_desc(op, cg_copy_source(g, i, op, 0), cg_copy_dest(g, op), &d);
 		return CG_BK(graph_add_memcpy, node, g->graph, deps, nd, &d, op->ctx);
 	}
 	case CG_OP_MEMSET: {
@@ -235,6 +244,15 @@ static int cg_make_staging(struct cg_graph *g, const struct cg_tmpl *t)
 					  o->u.cp.spitch * (o->u.cp.height - 1) + o->u.cp.width + 63) &
 					 ~(size_t)63;
 		}
+	const struct cg_op *last = &t->ops[t->n - 1];
+	if (last->flags & CG_F_LANDS_PINNED) {
+		if (CG_BK(mem_alloc_host, (void **)&g->landing, last->u.cp.width) != CUDA_SUCCESS) {
+			g->landing = NULL;
+			return -ENOMEM;
+		}
+		g->landing_size = last->u.cp.width;
+		cg_stat_add(held_bytes_host, g->landing_size);
+	}
 	if (!g->stage_size)
 		return 0;
 	for (int b = 0; b < 2; b++) {
@@ -314,7 +332,7 @@ static int cg_update_node(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 	}
 	case CG_OP_COPY: {
 		CUDA_MEMCPY3D d;
-		cg_copy_desc(op, cg_copy_source(g, i, op, v->stage), &d);
+		cg_copy_desc(op, cg_copy_source(g, i, op, v->stage), cg_copy_dest(g, op), &d);
 		rc = CG_BK(exec_set_memcpy, v->exec, g->node[i], &d, op->ctx);
 		if (rc == CUDA_SUCCESS)
 			v->vals[i].u.cp = op->u.cp;
@@ -458,6 +476,10 @@ void cg_graph_destroy(struct cg_graph *g)
 		CG_BK(event_destroy, g->join);
 	if (g->waitev)
 		CG_BK(event_destroy, g->waitev);
+	if (g->landing) {
+		CG_BK(mem_free_host, g->landing);
+		cg_stat_add(held_bytes_host, -(unsigned long long)g->landing_size);
+	}
 	for (int b = 0; b < 2; b++) {
 		if (g->done[b])
 			CG_BK(event_destroy, g->done[b]);
@@ -678,8 +700,13 @@ int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l)
 		g->used[g->cur] = 1;
 	}
 	l->wait = NULL;
-	if (g->waitev && CG_BK(event_record, g->waitev, ls) == CUDA_SUCCESS)
+	l->landing = NULL;
+	l->stream = g->dag.nstreams == 1 ? ls : NULL;
+	if (g->waitev && CG_BK(event_record, g->waitev, ls) == CUDA_SUCCESS) {
 		l->wait = g->waitev;
+		l->landing = g->landing;
+		l->landing_size = g->landing_size;
+	}
 	int vi = (int)(v - g->var);
 	g->var[g->last].next = vi;
 	g->last = vi;

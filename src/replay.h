@@ -27,6 +27,10 @@ struct cg_launch {
 	uint64_t epoch;           /* work enqueued outside cgraft's replays so far */
 	const void *thread;       /* the launching thread's token: its per-thread stream */
 	CUevent wait;             /* out: for a read-back, the event the host then waits for */
+	/* out: where the read-back landed (CG_F_LANDS_PINNED), NULL if in place */
+	const void *landing;
+	size_t landing_size;
+	CUstream stream;          /* out: the graph's stream when it has one, else NULL */
 };
 /* Launches t; 0, or a negative errno when nothing of the graph ran (the
  * caller submits the ops eagerly). */

@@ -31,6 +31,19 @@ static void cg_event_waited(int entry, CUevent e)
 		cg_engine_boundary(entry, CG_K_SYNC, CG_WHY_UNSUPPORTED_API);
 }
 
+/* ---- stream synchronisation -------------------------------------------------- */
+int cg_wait_cuStreamSynchronize(int entry, int pt, CUstream s)
+{
+	if (!cg_on())
+		return 0;
+	return cg_engine_stream_sync(entry, s ? s : pt ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY);
+}
+
+int cg_wait_rt_stream_sync(int entry, int pt, cudaStream_t s)
+{
+	return cg_wait_cuStreamSynchronize(entry, pt, (CUstream)s);
+}
+
 void cg_pre_rt_event_query(int entry, int pt, cudaEvent_t e)
 {
 	(void)pt;

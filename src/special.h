@@ -26,6 +26,10 @@ CG_PRE(cuEventSynchronize, CUevent e);
 CG_PRE(cuEventElapsedTime_v2, float *ms, CUevent a, CUevent b);
 #define cg_post_cuEventElapsedTime_v2 CG_NOTHING
 
+/* A stream synchronisation: 1 where it is answered without the real call. */
+int cg_wait_rt_stream_sync(int entry, int pt, cudaStream_t s) CG_HIDDEN;
+int cg_wait_cuStreamSynchronize(int entry, int pt, CUstream s) CG_HIDDEN;
+
 /* The program's own capture. */
 CG_PRE(rt_capture_begin, cudaStream_t s, enum cudaStreamCaptureMode mode);
 CG_POST(rt_capture_begin, cudaStream_t s, enum cudaStreamCaptureMode mode);

@@ -54,7 +54,7 @@ void cg_stats_write_json(FILE *f)
 	cg_write_entries(f, "driver_calls", cg_stats.calls, 0);
 	cg_write_entries(f, "boundary_calls", cg_stats.boundaries, 1);
 	cg_write_entries(f, "boundary_driver_calls", cg_stats.boundaries, 0);
-	fprintf(f, "  \"lookups\": %llu,\n", LD(lookups));
+	fprintf(f, "  \"lookups\": %llu,\n  \"syncs_answered\": %llu,\n", LD(lookups), LD(syncs_answered));
 	fprintf(f, "  \"segments\": %llu,\n  \"graphs_built\": %llu,\n  \"graph_launches\": %llu,\n"
 		   "  \"ops_total\": %llu,\n  \"ops_replayed\": %llu,\n  \"divergences\": %llu,\n"
 		   "  \"pieces_eager\": %llu,\n  \"node_updates\": %llu,\n  \"variants\": %llu,\n"
@@ -121,6 +121,10 @@ void cg_stats_write_report(FILE *f)
 		   "(record %.3f, instantiate %.3f)\n",
 		LD(divergences), LD(pieces_eager), LD(backoffs), (double)(LD(record_ns) + LD(instantiate_ns)) / 1e6,
 		(double)LD(record_ns) / 1e6, (double)LD(instantiate_ns) / 1e6);
+	if (LD(syncs_answered))
+		fprintf(f, "cgraft:   stream synchronisations answered without a call (the stream's last work a "
+			   "read-back just waited for): %llu\n",
+			LD(syncs_answered));
 	if (LD(held_bytes_host) || LD(held_bytes_device))
 		fprintf(f, "cgraft:   held at exit: %llu bytes of pinned staging, %llu bytes of device memory for graphs\n",
 			LD(held_bytes_host), LD(held_bytes_device));

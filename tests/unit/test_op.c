@@ -172,10 +172,22 @@ static void test_copy_classification(void **state)
 	assert_true(cg_op_same_values(&op, &other));
 	assert_int_equal(cg_op_values_hash(&op), cg_op_values_hash(&other));
 
-	/* A blocking copy to pageable memory: the host waits for it. */
+	/* A blocking copy to pageable memory: the host waits for it. A graph
+	 * lands it in pinned memory, copied out after the wait: its address is
+	 * no value either. */
 	assert_int_equal(cg_op_from_rt_memcpy(&op, 0, &why, pageable, dev, 128, cudaMemcpyDeviceToHost), 0);
-	assert_int_equal(op.flags, CG_F_DST_PAGEABLE | CG_F_HOST_WAITS);
+	assert_int_equal(op.flags, CG_F_DST_PAGEABLE | CG_F_HOST_WAITS | CG_F_LANDS_PINNED);
 	assert_ptr_equal(op.stream, CU_STREAM_LEGACY);
+	ut_shaped(ut_finish(&op));
+	other = op;
+	other.u.cp.dst = pageable + 256;
+	assert_true(cg_op_same_values(&op, &other));
+	assert_int_equal(cg_op_values_hash(&op), cg_op_values_hash(&other));
+	other.u.cp.src = (char *)dev + 256;
+	assert_false(cg_op_same_values(&op, &other));
+	/* A 2D one lands in place. */
+	assert_int_equal(cg_op_from_rt_memcpy2d(&op, 0, &why, pageable, 64, dev, 64, 32, 2, cudaMemcpyDeviceToHost), 0);
+	assert_int_equal(op.flags, CG_F_DST_PAGEABLE | CG_F_HOST_WAITS);
 	/* A pageable source the host waits on is read by the graph itself: its
 	 * address is a value again. */
 	assert_int_equal(cg_op_from_rt_memcpy(&op, 0, &why, dev, pageable, 128, cudaMemcpyHostToDevice), 0);

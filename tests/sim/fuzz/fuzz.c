@@ -1466,6 +1466,9 @@ static const int EW[NEMIT] = {
 typedef struct {
     prog_t *P;
     rng_t *r;
+    /* Draws of what was added to the generator later: the main one's stay
+     * as they were, so that regressions.txt's seeds keep their programs. */
+    rng_t side;
     int sec, th;
     int wmod, wrem;
     int live_st[MAXS], live_buf[MAXB], live_ev[MAXE];
@@ -1748,6 +1751,14 @@ static void e_d2h(gen_t *G)
      * reads it only after a sync, which the fixer adds if needed. */
     if (pageable || pct(r, 50))
         e_hostread_of(G, h, o.off, o.len);
+    /* A synchronisation of the copy's stream, which a pageable copy made
+     * needless: cgraft may answer it after a replay. */
+    if (pageable && pct(&G->side, 70)) {
+        op_t y = op_new(OP_STREAM_SYNC);
+        y.s = o.s;
+        y.api = ri(&G->side, 0, 2);
+        emit(G, y);
+    }
 }
 
 static void e_memcpy_sync(gen_t *G)
@@ -2795,6 +2806,7 @@ static void gen_program(prog_t *P, u64 seed)
     memset(&G, 0, sizeof(G));
     G.P = P;
     G.r = &r;
+    rseed(&G.side, seed ^ 0x5D5D5D5Dull);
     /* A profile: some programs are mostly copies, some mostly events... */
     for (int i = 0; i < NEMIT; i++)
         G.w[i] = pct(&r, 75) ? EW[i] * ri(&r, 1, 3) : 0;
