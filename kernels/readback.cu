@@ -2,7 +2,11 @@
 // iteration resets a device scalar, sweeps, reduces the residual into the
 // scalar and copies it into a pageable host variable the host reads before it
 // goes on. Eager, or each iteration as a hand-written graph (the copy into
-// pinned memory, read after the launch's synchronisation).
+// pinned memory, read after the launch's synchronisation). --graph-into
+// pageable makes the graph's copy land in the pageable variable itself;
+// --graph-wait event (an event recorded after the launch and waited for) or
+// event-sync (that, then the stream's synchronisation too) waits otherwise:
+// what a read-back's parts cost, on the device.
 #include "common.cuh"
 
 __global__ void k_sweep(float *xn, const float *x, const float *b, int n) {
@@ -31,10 +35,15 @@ int main(int argc, char **argv) {
     Args a(argc, argv);
     Mode mode = parse_mode(a, true);
     int n = (int)a.num("--n", 4096);
+    const char *into = a.str("--graph-into", "pinned"), *wait = a.str("--graph-wait", "sync");
     TimingPlan plan = TimingPlan::from(a, 20, 7, 200);
     a.finish();
-    if (n < 2) {
-        fprintf(stderr, "usage: readback [--mode eager|graph] [--n N] [--iters I] [--repeats R] [--warmup W]\n");
+    bool pageable = strcmp(into, "pageable") == 0, by_event = strncmp(wait, "event", 5) == 0,
+         also_sync = strcmp(wait, "event-sync") == 0;
+    if (n < 2 || (!pageable && strcmp(into, "pinned")) || (!by_event && strcmp(wait, "sync")) ||
+        (by_event && !also_sync && strcmp(wait, "event"))) {
+        fprintf(stderr, "usage: readback [--mode eager|graph] [--graph-into pinned|pageable] "
+                        "[--graph-wait sync|event|event-sync] [--n N] [--iters I] [--repeats R] [--warmup W]\n");
         return 64;
     }
     float *x = upload_random(n, 1, -1.0f, 1.0f), *xn = upload_random(n, 2, -1.0f, 1.0f);
@@ -55,17 +64,39 @@ int main(int argc, char **argv) {
         CK_LAUNCH();
         CK(cudaMemcpyAsync(dst, d_res, sizeof(float), cudaMemcpyDeviceToHost, s));
     };
-    // The two directions of the ping-pong, as two graphs.
+    // The two directions of the ping-pong, as two graphs. A copy into pageable
+    // memory cannot be captured: that node is added to the captured rest.
     cudaGraphExec_t exec[2] = {nullptr, nullptr};
+    cudaEvent_t done = nullptr;
     if (mode == Mode::graph) {
         for (int k = 0; k < 2; k++) {
             cudaGraph_t g;
             CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal));
-            enqueue(k ? xn : x, k ? x : xn, h_pin);
+            if (pageable) {
+                CK(cudaMemsetAsync(d_res, 0, sizeof(float), s));
+                k_sweep<<<grid, threads, 0, s>>>(k ? x : xn, k ? xn : x, b, n);
+                k_resid<<<1, threads, 0, s>>>(d_res, k ? x : xn, k ? xn : x, n);
+            } else {
+                enqueue(k ? xn : x, k ? x : xn, h_pin);
+            }
             CK(cudaStreamEndCapture(s, &g));
+            if (pageable) {
+                size_t nn = 0;
+                CK(cudaGraphGetNodes(g, nullptr, &nn));
+                std::vector<cudaGraphNode_t> nodes(nn);
+                CK(cudaGraphGetNodes(g, nodes.data(), &nn));
+                cudaGraphNode_t leaf = nullptr, cp;
+                for (auto nd : nodes) {
+                    size_t out = 0;
+                    CK(cudaGraphNodeGetDependentNodes(nd, nullptr, nullptr, &out));
+                    if (!out) leaf = nd;
+                }
+                CK(cudaGraphAddMemcpyNode1D(&cp, g, &leaf, 1, &res, d_res, sizeof(float), cudaMemcpyDeviceToHost));
+            }
             CK(cudaGraphInstantiate(&exec[k], g, 0));
             CK(cudaGraphDestroy(g));
         }
+        CK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
     }
     auto body = [&](long it) {
         int k = (int)(it & 1);
@@ -74,8 +105,12 @@ int main(int argc, char **argv) {
             CK(cudaStreamSynchronize(s));
         } else {
             CK(cudaGraphLaunch(exec[k], s));
-            CK(cudaStreamSynchronize(s));
-            res = *h_pin;
+            if (by_event) {
+                CK(cudaEventRecord(done, s));
+                CK(cudaEventSynchronize(done));
+            }
+            if (!by_event || also_sync) CK(cudaStreamSynchronize(s));
+            if (!pageable) res = *h_pin;
         }
         hist.push_back(res); // the host looks at it: a solver would test for convergence
     };
@@ -90,6 +125,7 @@ int main(int argc, char **argv) {
     print_result(name, d, {hist.front(), hist.back()});
     for (int k = 0; k < 2; k++)
         if (exec[k]) CK(cudaGraphExecDestroy(exec[k]));
+    if (done) CK(cudaEventDestroy(done));
     CK(cudaStreamDestroy(s));
     CK(cudaFreeHost(h_pin));
     CK(cudaFree(d_res));
