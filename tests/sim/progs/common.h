@@ -171,6 +171,18 @@ static inline void sq(cudaStream_t s, float *y, int n)
     CK(cudaLaunchKernel((const void *)k_sq, d1(grid_for(n)), d1(BLOCK), args, 0, s));
 }
 
+/* A solver step that reads its residual back into pageable memory: the
+ * copy returns with the value in it. */
+static inline float residual_step(cudaStream_t s, float *x, float *r, int n, float b)
+{
+    float res = 0.0f;
+    axpb(s, x, 0.9f, b, n);
+    sq(s, x, n);
+    reduce(s, r, x, n);
+    CK(cudaMemcpyAsync(&res, r, sizeof(float), cudaMemcpyDeviceToHost, s));
+    return res;
+}
+
 /* The same launches through the kernel handle, as nvcc 13 code does. */
 static inline cudaKernel_t handle_of(const void *fn)
 {

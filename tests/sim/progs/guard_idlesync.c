@@ -65,16 +65,6 @@ static void ask(int j)
         sched_yield();
 }
 
-static float read_back(cudaStream_t st, float scalar)
-{
-    float res = 0.0f;
-    axpb(st, x, 0.9f, scalar, N);
-    sq(st, x, N);
-    reduce(st, r, x, N);
-    CK(cudaMemcpyAsync(&res, r, sizeof(float), cudaMemcpyDeviceToHost, st));
-    return res;
-}
-
 int main(void)
 {
     register_kernels();
@@ -96,7 +86,7 @@ int main(void)
             ask(turn);
         if (turn == 5)
             atomic_store(&job, 6); /* while the read-back waits */
-        res = read_back(turn == 4 ? cudaStreamPerThread : s, res * 0.01f);
+        res = residual_step(turn == 4 ? cudaStreamPerThread : s, x, r, N, res * 0.01f);
         hist[it] = res;
         while (atomic_load(&job) > 0)
             sched_yield();
