@@ -1320,8 +1320,9 @@ CG_EXPORT int cgraft_set_enabled(int on)
 
 int cg_engine_governable(void)
 {
-	return cg_opt.enable && !atomic_load(&cg_dead) && !atomic_load(&cg_capturing) && !atomic_load(&cg_paused) &&
-	       !atomic_load(&cg_nccl_held);
+	if (atomic_load(&cg_nccl_held))
+		return -1;
+	return cg_opt.enable && !atomic_load(&cg_dead) && !atomic_load(&cg_capturing) && !atomic_load(&cg_paused);
 }
 
 void cg_engine_govern(int aside)

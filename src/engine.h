@@ -50,8 +50,11 @@ int cg_engine_event_independent(CUevent e) CG_HIDDEN;
  * after an end call, failed or not, or after a begin call that failed. */
 void cg_capture_begin(int entry) CG_HIDDEN;
 void cg_capture_end(void) CG_HIDDEN;
-/* The governor (govern.c): whether cgraft is on and neither the program's
- * switch nor its capture has it standing aside; and its own switch, which
+/* The governor (govern.c): 1 where cgraft is on and neither the program's
+ * switch nor its capture has it standing aside, 0 where one of them has,
+ * -1 once NCCL calls were held (the governor keeps out for good, since each
+ * rank would decide by its own timing whether a call runs inside a graph,
+ * which NCCL requires to be the same on all); and its own switch, which
  * submits what is held when it stands aside. */
 int cg_engine_governable(void) CG_HIDDEN;
 void cg_engine_govern(int aside) CG_HIDDEN;

@@ -128,9 +128,13 @@ static void *cg_gov_main(void *arg)
 			;
 		uint64_t t1 = cg_now_ns(), c1 = cg_stream_calls();
 		/* The program's own switch, its capture or the end of cgraft: the
-		 * window does not count, and the governor keeps out of the way. */
-		if (!cg_engine_governable()) {
-			if (aside)
+		 * window does not count. Standing aside, it stays aside: when the
+		 * program switches cgraft on again, its first window does not
+		 * replay against the verdict. Once NCCL calls were held, it stands
+		 * in for good. */
+		int gov = cg_engine_governable();
+		if (gov <= 0) {
+			if (gov < 0 && aside)
 				cg_engine_govern(aside = 0);
 			t0 = t1, c0 = c1;
 			continue;
