@@ -42,7 +42,9 @@ static void cg_gov_enter(struct cg_gov *g, enum cg_gov_state st, uint64_t window
 }
 
 /* A probe's verdict: replay is slower when the median time per call is
- * clearly higher with it and most pairs of neighbouring windows agree. */
+ * clearly higher with it and most pairs of neighbouring windows agree. A
+ * higher median the pairs do not bear out is doubt: a second probe follows
+ * at once, and a higher median there is enough. */
 static void cg_gov_decide(struct cg_gov *g)
 {
 	double on[CG_GOV_PROBE / 2], off[CG_GOV_PROBE / 2];
@@ -61,7 +63,13 @@ static void cg_gov_decide(struct cg_gov *g)
 	double m_on = cg_median(on, CG_GOV_PROBE / 2), m_off = cg_median(off, CG_GOV_PROBE / 2);
 	g->ratio = m_on > 0 ? m_off / m_on : 1.0;
 	g->probes++;
-	if (g->ratio < CG_GOV_SLOWER && slower_pairs * 4 >= CG_GOV_PROBE * 3 / 2) {
+	if (g->ratio < CG_GOV_SLOWER && !g->doubt && slower_pairs * 4 < CG_GOV_PROBE * 3 / 2) {
+		g->doubt = 1;
+		cg_gov_enter(g, CG_G_PROBE, CG_GOV_PROBE);
+		return;
+	}
+	g->doubt = 0;
+	if (g->ratio < CG_GOV_SLOWER) {
 		g->slower++;
 		int r = g->rounds < 6 ? g->rounds++ : 6;
 		cg_gov_enter(g, CG_G_ASIDE, (uint64_t)CG_GOV_ASIDE << r);

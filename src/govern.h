@@ -23,6 +23,7 @@ struct cg_gov {
 	uint64_t n, until;        /* windows counted in this state, and its length */
 	double probe[CG_GOV_PROBE]; /* ns per call of the probe's windows */
 	int rounds, confirms;     /* probes found slower, faster in a row */
+	int doubt;                /* the last probe's median was slower, its pairs split */
 	double ratio;             /* the last probe's: speed replaying / standing aside */
 	uint64_t probes, slower, windows, aside_windows;
 };

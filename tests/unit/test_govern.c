@@ -88,6 +88,44 @@ static void test_close_is_not_slower(void **state)
 	assert_int_equal(g.state, CG_G_ON);
 }
 
+/* Runs one probe whose windows replaying take on[pair] per call, and those
+ * standing aside off. */
+static void run_probe(struct cg_gov *g, const double on[CG_GOV_PROBE / 2], double off)
+{
+	for (int i = 0; i < CG_GOV_PROBE; i++)
+		cg_gov_step(g, (uint64_t)((g->aside ? off : on[i / 2]) * 1000), 1000);
+}
+
+/* A slower median its pairs do not bear out: probed again at once, and a
+ * slower median then stands aside; a second probe that is not slower
+ * replays on. */
+static void test_doubt_probes_again(void **state)
+{
+	(void)state;
+	static const double split[CG_GOV_PROBE / 2] = { 1300, 1300, 990, 990 };
+	static const double same[CG_GOV_PROBE / 2] = { 1000, 1000, 1000, 1000 };
+	struct cg_gov g;
+	cg_gov_init(&g);
+	run_until_change(&g, 1000, 1000, 100); /* learn */
+	run_probe(&g, split, 1000);
+	assert_int_equal(g.state, CG_G_PROBE);
+	assert_int_equal(g.slower, 0);
+	run_probe(&g, split, 1000);
+	assert_int_equal(g.state, CG_G_ASIDE);
+	assert_int_equal(g.slower, 1);
+
+	cg_gov_init(&g);
+	run_until_change(&g, 1000, 1000, 100);
+	run_probe(&g, split, 1000);
+	run_probe(&g, same, 1000);
+	assert_int_equal(g.state, CG_G_ON);
+	assert_int_equal(g.slower, 0);
+	/* Doubt is one probe's: the next split probe is probed again too. */
+	run_until_change(&g, 1000, 1000, 1000);
+	run_probe(&g, split, 1000);
+	assert_int_equal(g.state, CG_G_PROBE);
+}
+
 /* Windows with too few calls say nothing: the same window runs again. */
 static void test_idle_windows_ignored(void **state)
 {
@@ -107,6 +145,7 @@ int main(void)
 		cmocka_unit_test(test_faster_stays_on),
 		cmocka_unit_test(test_slower_stands_aside),
 		cmocka_unit_test(test_close_is_not_slower),
+		cmocka_unit_test(test_doubt_probes_again),
 		cmocka_unit_test(test_idle_windows_ignored),
 	};
 	return cmocka_run_group_tests_name("govern", tests, NULL, NULL);
