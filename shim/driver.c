@@ -112,13 +112,17 @@ static void *cg_drv_real(void **slot, const char *name)
 		return rc;                                                      \
 	}
 
+/* Untimed, as the runtime's (shim.c). */
 #define CG_DWRAP_WAIT(name, family, pt, params, args)                           \
 	CG_EXPORT CUresult name params                                          \
 	{                                                                       \
 		CG_DRV_ENTER(name, args);                                       \
 		if (cg_wait_##family(CG_E_##name, pt, CG_UNPAREN args))         \
 			return CUDA_SUCCESS;                                    \
-		return CG_DCALL(name, args);                                    \
+		cg_busy++;                                                      \
+		CUresult rc_ = cg_drv.name args;                                \
+		cg_busy--;                                                      \
+		return rc_;                                                     \
 	}
 
 /* ---- handing out wrappers ------------------------------------------------------- */
