@@ -13,13 +13,6 @@
 /* Pageable sources above this size stay eager: the snapshot is a host copy. */
 #define CG_SNAPSHOT_MAX (1u << 20)
 
-static CUstream cg_stream_explicit(CUstream s, int pt)
-{
-	if (s)
-		return s;
-	return pt ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
-}
-
 static void cg_op_init(struct cg_op *op, enum cg_op_kind kind, int pt, CUstream s)
 {
 	op->kind = (uint8_t)kind;

@@ -138,6 +138,13 @@ int cg_hostmem_hit(const struct cg_op *op) CG_HIDDEN;
 int cg_params_reach(const struct cg_op *op, const void *p, size_t n) CG_HIDDEN;
 
 /* ---- normalisers (op.c) -------------------------------------------------- */
+/* A stream handle made explicit: NULL is the legacy stream or, through a
+ * per-thread entry point (pt), the calling thread's per-thread stream. */
+static inline CUstream cg_stream_explicit(CUstream s, int pt)
+{
+	return s ? s : pt ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
+}
+
 /* Each fills op and returns 0, or a negative errno with *why set when the
  * call cannot be held. The caller's kernel arguments are not copied yet. */
 #define CG_OPFROM(family, ...) \
@@ -150,7 +157,7 @@ static inline int cg_op_rt_plain_launch(struct cg_op *op, int pt, const void *ke
 	op->kind = CG_OP_KERNEL;
 	op->flags = 0;
 	op->nbytes = 0;
-	op->stream = s ? (CUstream)s : pt ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
+	op->stream = cg_stream_explicit((CUstream)s, pt);
 	op->u.k.key = key;
 	op->u.k.how = (uint8_t)how;
 	op->u.k.ki = NULL;

@@ -36,7 +36,7 @@ int cg_wait_cuStreamSynchronize(int entry, int pt, CUstream s)
 {
 	if (!cg_on())
 		return 0;
-	return cg_engine_stream_sync(entry, s ? s : pt ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY);
+	return cg_engine_stream_sync(entry, cg_stream_explicit(s, pt));
 }
 
 int cg_wait_rt_stream_sync(int entry, int pt, cudaStream_t s)
