@@ -72,6 +72,21 @@ static struct {
 	int run_ns_ok;
 	struct cg_tmpl *anchor;      /* launched just before the run (a key only) */
 	struct cg_period period;
+	/* A period cut early (cg_period_early): its template is on probation
+	 * till the stretch has run CG_PERIOD_MIN_RUN ops, and then replays in
+	 * groups. Ended short of that, it goes, and the stretch is learnt as it
+	 * ran. */
+	struct {
+		uint64_t id;         /* the template, by id (others may bury it) */
+		int on;              /* 0: none on probation */
+		int ended;           /* the stretch ended; its template goes at the next chance */
+		int passed;          /* it ran long enough: its group is to be built */
+		size_t ran;          /* ops of the stretch so far */
+		size_t group;        /* ops of the group to build then */
+		uint64_t key;        /* its halves' cg_period_key */
+		struct cg_tmpl *anchor;
+		struct cg_seg seg;   /* the stretch as it ran, but for the run after it */
+	} early;
 	uint64_t quiet, passive_until;
 	int passive_rounds;
 	struct cg_tmpl *graveyard;   /* to be freed by the next turn */
@@ -449,8 +464,10 @@ static int cg_run_end(int host_waits)
 					  cg_chain_first(&E.run, host_waits) };
 		nb = cg_learn(&in, b, &res);
 	}
-	if (res.whole)
+	if (res.whole) {
 		cg_tmpl_note_eager(res.whole, eager_ns); /* it ran eagerly (after a divergence) */
+		res.whole->tail = 0; /* it recurs as it is */
+	}
 	if (res.novel)
 		cg_note_novel();
 	else if (nb)
@@ -468,11 +485,157 @@ static int cg_run_end(int host_waits)
 	return res.whole || nb;
 }
 
+/* ---- a period cut early, on probation ------------------------------------------- */
+static int cg_early_named(const struct cg_tmpl *t, void *cookie)
+{
+	(void)cookie;
+	return t->id == E.early.id;
+}
+
+static void cg_early_clear(void)
+{
+	E.early.on = 0;
+	E.early.ended = 0;
+	E.early.passed = 0;
+	cg_seg_clear(&E.early.seg);
+}
+
+/* The stretch a period was cut early in ended (an eager op, a boundary,
+ * another template's launch) short of CG_PERIOD_MIN_RUN: a part of an
+ * iteration that repeats inside it. The run becomes the stretch as it ran,
+ * learnt whole at the iteration's end as though never cut, and the
+ * template goes (cg_early_bury). */
+static void cg_early_end(void)
+{
+	if (!E.early.on || E.early.ended || E.early.passed)
+		return;
+	E.early.ended = 1;
+	cg_debug("a period cut early ended after %zu ops: its template goes", E.early.ran);
+	cg_period_note_short(&E.period, E.early.key);
+	cg_period_reset(&E.period);
+	E.period.known = 0;
+	int ok = 1;
+	for (size_t i = 0; i < E.run.n && ok; i++)
+		ok = cg_seg_push(&E.early.seg, &E.run.ops[i], 0, NULL, NULL) == 0;
+	if (ok) {
+		struct cg_seg run = E.run;
+		E.run = E.early.seg;
+		E.early.seg = run;
+		E.anchor = E.early.anchor;
+		E.run_ns_ok = 0;
+	}
+}
+
+/* Where no deferral holds candidates: an ended probation's template goes. */
+static void cg_early_bury(void)
+{
+	if (!E.early.ended || E.mode == CG_DEFER)
+		return;
+	cg_bury(cg_table_take_if(cg_early_named, NULL));
+	cg_early_clear();
+}
+
+/* A launch while a probation runs: its template's lengthen the stretch,
+ * till it is long enough; any other ends it. */
+static void cg_early_launched(const struct cg_tmpl *t)
+{
+	if (E.early.ended || E.early.passed)
+		return;
+	if (!cg_early_named(t, NULL)) {
+		cg_early_end();
+		return;
+	}
+	E.early.ran += t->n;
+	if (E.early.ran >= CG_PERIOD_MIN_RUN) {
+		E.early.passed = 1; /* cg_early_pass, once the launch is done */
+		return;
+	}
+	/* Eager ops since the last launch, then t's. */
+	for (size_t i = 0; i < E.run.n; i++)
+		cg_seg_push(&E.early.seg, &E.run.ops[i], 0, NULL, NULL);
+	for (size_t i = 0; i < t->n; i++)
+		cg_seg_push(&E.early.seg, &t->ops[i], 0, NULL, NULL);
+}
+
+/* The stretch ran long enough: a group of t's ops, t repeated, is built,
+ * and t starts no match any more: it replays what the groups leave at the
+ * loop's end (a tail). */
+static void cg_early_pass(struct cg_tmpl *t)
+{
+	size_t p = t->n, group = E.early.group;
+	cg_debug("a period cut early ran %zu ops: groups of %zu follow", E.early.ran, group);
+	cg_early_clear();
+	if (group <= p || !cg_in_window())
+		return;
+	struct cg_seg grp = { 0 };
+	int ok = 1;
+	for (size_t r = 0; r < group && ok; r += p)
+		for (size_t i = 0; i < p && ok; i++)
+			ok = cg_seg_push(&grp, &t->ops[i], 0, NULL, NULL) == 0;
+	if (ok && !cg_table_find(grp.ops, grp.n)) {
+		struct cg_seg run = E.run;
+		struct cg_build b = { 0, grp.n, 0 };
+		struct cg_tmpl *ts[1];
+		E.run = grp;
+		int nt = cg_templates_for(&b, 1, (uint64_t)t->eager_ns * (grp.n / p), ts, 1);
+		E.run = run;
+		if (nt) {
+			cg_build(ts, nt); /* t may be pushed out meanwhile */
+			struct cg_tmpl *tp = ts[0] ? cg_table_find(grp.ops, p) : NULL;
+			if (tp)
+				tp->tail = 1;
+		}
+	}
+	cg_seg_free(&grp);
+}
+
+/* Halves of p ops found early, after origin ops that did not recur: the
+ * second becomes a template at once (the two are its two sightings), on
+ * probation, and the run so far is kept for learning should the stretch end
+ * short. 0 where none was built: the halves are learnt as usual. */
+static int cg_period_early(size_t p, size_t origin)
+{
+	const struct cg_op *half = E.run.ops + origin + p;
+	if (!cg_in_window() || cg_table_find(half, p))
+		return 0;
+	struct cg_build b = { origin + p, p, 0 };
+	struct cg_tmpl *ts[1];
+	if (!cg_templates_for(&b, 1, E.run_ns_ok ? E.run_ns : 0, ts, 1))
+		return 0;
+	uint64_t id = ts[0]->id;
+	cg_build(ts, 1);
+	if (!ts[0])
+		return 0;
+	cg_early_clear();
+	int ok = 1;
+	for (size_t i = 0; i < E.run.n && ok; i++)
+		ok = cg_seg_push(&E.early.seg, &E.run.ops[i], 0, NULL, NULL) == 0;
+	if (ok) {
+		cg_debug("a period of %zu ops found early: its template is on probation", p);
+		E.early.on = 1;
+		E.early.id = id;
+		E.early.ran = 2 * p;
+		E.early.group = cg_period_group(p, (size_t)cg_opt.max_segment_ops);
+		E.early.key = cg_period_key(half, p);
+		E.early.anchor = E.anchor;
+	}
+	E.segno++;
+	cg_stat_add(segments, 1);
+	cg_seg_clear(&E.run);
+	E.run_id++;
+	E.run_ns = 0;
+	E.run_ns_ok = 1;
+	E.run_nev = 0;
+	E.anchor = NULL;
+	E.period.known = 0;
+	return 1;
+}
+
 /* ---- replay ------------------------------------------------------------------ */
-/* Launches t for the first t->n held ops. Returns 0 with *wait set to the
+/* Launches t for the t->n held ops from at. Returns 0 with *wait set to the
  * event a read-back's host must wait for (none: NULL), or a negative errno
  * when nothing was launched. */
-static int cg_launch(struct cg_tmpl *t, struct cg_wait *wait)
+static int cg_launch(struct cg_tmpl *t, size_t at, struct cg_wait *wait)
 {
 	*wait = (struct cg_wait){ 0 };
 	/* A host still waiting on t's landing would read this launch's: the
@@ -481,9 +644,11 @@ static int cg_launch(struct cg_tmpl *t, struct cg_wait *wait)
 		cg_count_fallback(CG_WHY_THREADS);
 		return -EBUSY;
 	}
-	if (E.expect_src != t)
+	if (E.expect_src != t || at)
 		cg_held_materialize();
-	struct cg_launch l = { .ops = E.held.ops, .dirty = E.expect_src == t ? E.dirty : NULL, .epoch = E.epoch,
+	struct cg_launch l = { .ops = E.held.ops + at,
+			       .dirty = E.expect_src == t && !at ? E.dirty : NULL,
+			       .epoch = E.epoch,
 			       .thread = &cg_self };
 	uint64_t t0 = E.timing ? cg_now_ns() : 0;
 	cg_unlock_for_calls();
@@ -498,11 +663,13 @@ static int cg_launch(struct cg_tmpl *t, struct cg_wait *wait)
 	cg_stat_add(ops_replayed, t->n);
 	cg_table_touch(t);
 	E.epoch = l.epoch + 1;
+	if (cg_unlikely(E.early.on))
+		cg_early_launched(t);
 	if (l.wait) {
 		*wait = (struct cg_wait){ .ev = l.wait, .t = t };
 		if (l.landing) {
 			wait->landing = l.landing;
-			wait->dst = E.held.ops[t->n - 1].u.cp.dst;
+			wait->dst = E.held.ops[at + t->n - 1].u.cp.dst;
 			wait->n = l.landing_size;
 		}
 		wait->stream = l.stream;
@@ -523,6 +690,8 @@ static void cg_after_launch(struct cg_tmpl *t)
 	E.segno++;
 	cg_stat_add(segments, 1);
 	E.anchor = t;
+	if (cg_unlikely(E.early.passed))
+		cg_early_pass(t);
 }
 
 /* Ends the deferral: the complete candidate launched for the ops it covers,
@@ -536,16 +705,30 @@ static void cg_resolve(int foreign, int diverged)
 	size_t n = E.held.n, k = 0;
 	struct cg_tmpl *t = E.complete, *launched = NULL;
 	struct cg_wait wait;
-	if (t && !foreign && t->n <= n && cg_launch(t, &wait) == 0) {
+	if (t && !foreign && t->n <= n && cg_launch(t, 0, &wait) == 0) {
 		k = t->n;
 		launched = t;
 	}
-	if (k < n) {
-		if (diverged && !t) {
-			for (int i = 0; i < E.ncand; i++)
-				cg_tmpl_note_divergence(E.cand[i], E.segno);
-			cg_stat_add(divergences, 1);
+	if (k < n && diverged && !t) {
+		for (int i = 0; i < E.ncand; i++)
+			cg_tmpl_note_divergence(E.cand[i], E.segno);
+		cg_stat_add(divergences, 1);
+	}
+	/* What is left may be whole templates still: a loop's last groups,
+	 * short of the candidate that went on, replay as a period's shorter
+	 * one. Not NCCL's: no launch of a held call may hang on timing. */
+	while (!foreign && k + (size_t)cg_opt.min_ops <= n) {
+		if (launched) {
+			cg_after_launch(launched);
+			launched = NULL;
 		}
+		struct cg_tmpl *p = cg_table_covering(E.held.ops + k, n - k, E.segno);
+		if (!p || p->nccl || p->ops[p->n - 1].flags & CG_F_HOST_WAITS || cg_launch(p, k, &wait))
+			break;
+		k += p->n;
+		launched = p;
+	}
+	if (k < n) {
 		cg_stat_add(pieces_eager, 1);
 		const void *owner = E.owner;
 		cg_unlock_for_calls();
@@ -664,7 +847,7 @@ static int cg_defer_push(struct cg_op *op, struct cg_wait *wait)
 	}
 	if (done && !longer) {
 		struct cg_tmpl *t = E.complete;
-		if (cg_launch(t, wait) == 0) {
+		if (cg_launch(t, 0, wait) == 0) {
 			cg_after_launch(t);
 			cg_defer_clear();
 		} else {
@@ -684,7 +867,7 @@ static __attribute__((noinline)) void cg_fast_complete(struct cg_tmpl *t)
 {
 	struct cg_wait wait; /* a kernel is no read-back: none comes back */
 	E.complete = t;
-	if (cg_launch(t, &wait) == 0) {
+	if (cg_launch(t, 0, &wait) == 0) {
 		cg_after_launch(t);
 		cg_defer_clear();
 	} else {
@@ -755,6 +938,8 @@ static int cg_try_start(struct cg_op *op, struct cg_wait *wait)
 {
 	if (!cg_in_window())
 		return 0;
+	if (cg_unlikely(E.early.ended))
+		cg_early_bury();
 	op->shape = cg_op_shape_hash(op);
 	if (E.expect && cg_tmpl_can_follow(E.expect, op, E.segno)) {
 		E.cand[0] = E.expect;
@@ -982,13 +1167,18 @@ static void cg_period_cut(void)
 {
 	size_t p = 0, origin = 0;
 	E.period.min_run = CG_PERIOD_MIN_RUN;
+	/* Two halves are two sightings: early cuts need no more. */
+	E.period.early_run = cg_opt.min_repeats <= 2 ? CG_PERIOD_EARLY_RUN : 0;
 	switch (cg_period_step(&E.period, &E.run, (size_t)cg_opt.min_ops, (size_t)cg_opt.max_segment_ops, &p,
 			       &origin)) {
 	case CG_PERIOD_HALVES: {
 		/* Two iterations: learn the first, keep the second; each took
 		 * about half the time. Where short iterations are grouped, the
 		 * first only goes: the groups are learnt. Ops before them that
-		 * did not recur are no part of either. */
+		 * did not recur are no part of either. Halves found early make
+		 * a template of their own at once (cg_period_early). */
+		if (2 * p < E.period.min_run && !E.early.on && cg_period_early(p, origin))
+			break;
 		cg_seg_drop_front(&E.run, origin);
 		size_t n = E.run.n, group = cg_period_group(p, (size_t)cg_opt.max_segment_ops);
 		uint64_t half = E.run_ns / 2;
@@ -1036,6 +1226,10 @@ void cg_engine_op_done(struct cg_op *op, int ok)
 	E.run_ns += cg_now_ns() - op->t0;
 	if (!op->shape)
 		op->shape = cg_op_shape_hash(op);
+	if (cg_unlikely(E.early.on)) {
+		cg_early_end();
+		cg_early_bury();
+	}
 	size_t n = E.run.n;
 	/* A failed call is the program's to see; cgraft keeps nothing of it. */
 	int keep = ok && cg_seg_push(&E.run, op, 0, NULL, NULL) == 0;
@@ -1082,6 +1276,7 @@ static void cg_forget_reset_locked(void)
 	cg_op_nccl_forget();
 	cg_learn_forget();
 	cg_bury(cg_table_take_naming(NULL, NULL, 1));
+	cg_early_clear();
 }
 
 static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why)
@@ -1099,6 +1294,8 @@ static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why)
 		cg_debug("%s: %s", name, kind == CG_K_SYNC ? "the host may look at device work here" : "a reset");
 	}
 	cg_resolve(0, 1);
+	cg_early_end();
+	cg_early_bury();
 	cg_run_end(kind == CG_K_SYNC);
 	E.expect = NULL;
 	E.period.known = 0;

@@ -209,7 +209,7 @@ int cg_table_starting(const struct cg_op *op, uint64_t segno, const void *anchor
 {
 	int n = 0;
 	for (struct cg_tmpl *t = cg_bucket[cg_bucket_of(op->shape)]; t && n < max; t = t->hnext)
-		if (!t->follows && cg_op_same_shape(&t->ops[0], op) && cg_starts_here(t, anchor, offset) &&
+		if (!t->follows && !t->tail && cg_op_same_shape(&t->ops[0], op) && cg_starts_here(t, anchor, offset) &&
 		    cg_usable(t, segno)) {
 			out[n] = t;
 			if (n && t->replays > out[0]->replays) {
@@ -221,6 +221,21 @@ int cg_table_starting(const struct cg_op *op, uint64_t segno, const void *anchor
 	return n;
 }
 
+struct cg_tmpl *cg_table_covering(const struct cg_op *ops, size_t n, uint64_t segno)
+{
+	struct cg_tmpl *best = NULL;
+	for (struct cg_tmpl *t = cg_bucket[cg_bucket_of(ops[0].shape)]; t; t = t->hnext) {
+		if (t->follows || t->n > n || (best && t->n <= best->n))
+			continue;
+		size_t i = 0;
+		while (i < t->n && t->ops[i].shape == ops[i].shape && cg_op_same_shape(&t->ops[i], &ops[i]))
+			i++;
+		if (i == t->n && cg_usable(t, segno))
+			best = t;
+	}
+	return best;
+}
+
 int cg_tmpl_can_follow(struct cg_tmpl *t, const struct cg_op *op, uint64_t segno)
 {
 	return cg_op_same_shape(&t->ops[0], op) && cg_usable(t, segno);
@@ -229,7 +244,7 @@ int cg_tmpl_can_follow(struct cg_tmpl *t, const struct cg_op *op, uint64_t segno
 int cg_table_starts_alike(const struct cg_op *op)
 {
 	for (struct cg_tmpl *t = cg_bucket[cg_bucket_of(op->shape)]; t; t = t->hnext)
-		if (!t->follows && cg_op_same_shape(&t->ops[0], op))
+		if (!t->follows && !t->tail && cg_op_same_shape(&t->ops[0], op))
 			return 1;
 	return 0;
 }

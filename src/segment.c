@@ -237,6 +237,24 @@ static int cg_values_recur(const struct cg_seg *s, size_t p)
 	return 2 * same >= p;
 }
 
+uint64_t cg_period_key(const struct cg_op *ops, size_t n)
+{
+	uint64_t lo = UINT64_MAX, hi = 0;
+	for (size_t i = 0; i < n; i++) {
+		lo = ops[i].shape < lo ? ops[i].shape : lo;
+		hi = ops[i].shape > hi ? ops[i].shape : hi;
+	}
+	return lo ^ hi * 0x9E3779B97F4A7C15ull;
+}
+
+static int cg_period_short(const struct cg_period *pd, uint64_t key)
+{
+	for (int i = 0; i < pd->nshorts; i++)
+		if (pd->shorts[i].key == key)
+			return pd->shorts[i].n >= CG_PERIOD_SHORT_TRIES;
+	return 0;
+}
+
 /* One origin's candidates after op k: 1 with *found when two iterations
  * from o are complete. */
 static int cg_period_from(struct cg_period *pd, int o, const struct cg_seg *s, size_t min_ops, size_t max_ops,
@@ -248,20 +266,29 @@ static int cg_period_from(struct cg_period *pd, int o, const struct cg_seg *s, s
 	if (k < base)
 		return 0;
 	size_t len = k + 1 - base;
+	size_t need = pd->early_run && pd->early_run < pd->min_run ? pd->early_run : pd->min_run;
 	for (int i = 0; i < pd->at[o].ncand; i++) {
 		size_t p = cand[i];
 		if (s->ops[k].shape != s->ops[k - p].shape)
 			continue;
-		/* Halves of whole periods, once they reach CG_PERIOD_MIN_RUN:
-		 * a part of an iteration that repeats inside it is left to the
-		 * iteration's own end (a sync, a read-back). */
-		if (len % (2 * p) == 0 && (len >= pd->min_run || 2 * len > max_ops)) {
+		/* Halves of whole periods, once they reach need: a part of
+		 * an iteration that repeats inside it is left to the
+		 * iteration's own end (a sync, a read-back), or undone there
+		 * when cut early (the engine's probation). */
+		if (len % (2 * p) == 0 && (len >= need || 2 * len > max_ops)) {
 			/* Same shapes with other arguments: a part of the
 			 * iteration (layers, a chain of one kernel) repeating
 			 * inside it, not the iteration. */
 			struct cg_seg from = { .ops = s->ops + base, .n = s->n - base };
 			if (!cg_values_recur(&from, len / 2))
 				continue;
+			/* Early where such stretches did not end short. */
+			if (len < pd->min_run && 2 * len <= max_ops &&
+			    cg_period_short(pd, cg_period_key(s->ops + base, len / 2))) {
+				if (len + p <= max_ops)
+					cand[w++] = p;
+				continue;
+			}
 			*found = len / 2;
 			return 1;
 		}
@@ -274,7 +301,7 @@ static int cg_period_from(struct cg_period *pd, int o, const struct cg_seg *s, s
 	    2 * d <= max_ops) {
 		/* A period of one is complete where it is born. */
 		struct cg_seg from = { .ops = s->ops + base, .n = s->n - base };
-		if (d == 1 && len >= pd->min_run && cg_values_recur(&from, 1)) {
+		if (d == 1 && len >= need && cg_values_recur(&from, 1)) {
 			*found = 1;
 			return 1;
 		}
@@ -301,6 +328,19 @@ void cg_period_reset(struct cg_period *pd)
 {
 	for (int o = 0; o < CG_PERIOD_ORIGINS; o++)
 		pd->at[o].ncand = 0;
+}
+
+void cg_period_note_short(struct cg_period *pd, uint64_t key)
+{
+	int i = 0;
+	while (i < pd->nshorts && pd->shorts[i].key != key)
+		i++;
+	if (i == pd->nshorts) {
+		i = pd->nshorts < CG_PERIOD_SHORTS ? pd->nshorts++ : (int)(key % CG_PERIOD_SHORTS);
+		pd->shorts[i].key = key;
+		pd->shorts[i].n = 0;
+	}
+	pd->shorts[i].n++;
 }
 
 size_t cg_period_group(size_t p, size_t max_ops)

@@ -97,15 +97,27 @@ void cg_seg_drop_front(struct cg_seg *s, size_t k) CG_HIDDEN;
 /* A segment may begin with a few ops that never recur (a timing event, a
  * first copy): periods are looked for from each of its first ops. */
 #define CG_PERIOD_ORIGINS 4
-/* Shorter stretches of periods are not cut: they may be parts of an
- * iteration, repeating inside it. */
+/* Shorter stretches of periods are not cut for good: they may be parts of
+ * an iteration, repeating inside it. */
 #define CG_PERIOD_MIN_RUN 128
+/* Halves from this long are cut early, on probation till the stretch has
+ * run CG_PERIOD_MIN_RUN ops, except where stretches of the same ops
+ * (cg_period_key) ended short of that CG_PERIOD_SHORT_TRIES times. */
+#define CG_PERIOD_EARLY_RUN 32
+#define CG_PERIOD_SHORTS 8
+#define CG_PERIOD_SHORT_TRIES 2
 struct cg_period {
 	struct {
 		size_t cand[CG_MAX_PERIODS];
 		int ncand;
 	} at[CG_PERIOD_ORIGINS];
 	size_t min_run; /* halves shorter than this are not reported (CG_PERIOD_MIN_RUN) */
+	size_t early_run; /* but from this long where not short (0: min_run) */
+	struct {
+		uint64_t key; /* cg_period_key of stretches cut early */
+		int n;        /* that ended short */
+	} shorts[CG_PERIOD_SHORTS];
+	int nshorts;
 	size_t known; /* ops per segment once a period was found, 0 if none */
 	int misses;   /* cuts at the known period whose run did not recur */
 };
@@ -113,12 +125,19 @@ enum cg_period_step { CG_PERIOD_NONE, CG_PERIOD_HALVES, CG_PERIOD_KNOWN, CG_PERI
 /* After op n-1 was appended: CG_PERIOD_HALVES when ops [o,o+p) and
  * [o+p,o+2p) are the same iterations twice (*p and *origin = o are set; the
  * o ops before them did not recur; p is a multiple of the period, and 2p at
- * least pd->min_run where max_ops allows), CG_PERIOD_KNOWN when a
+ * least pd->min_run, or pd->early_run, where max_ops allows), CG_PERIOD_KNOWN when a
  * segment of the known period is complete, CG_PERIOD_MAX at max_ops. */
 enum cg_period_step cg_period_step(struct cg_period *pd, const struct cg_seg *s, size_t min_ops,
 				   size_t max_ops, size_t *p, size_t *origin) CG_HIDDEN;
 /* Forgets the candidates (a segment was cut). */
 void cg_period_reset(struct cg_period *pd) CG_HIDDEN;
+/* What stretches of halves of n ops are known by: their least and greatest
+ * shapes, the same wherever the loop is entered and however many
+ * iterations a half holds (others may share it: they only wait longer). */
+uint64_t cg_period_key(const struct cg_op *ops, size_t n) CG_HIDDEN;
+/* A stretch cut early whose halves have this key ended short: such halves
+ * wait for min_run again once that happened CG_PERIOD_SHORT_TRIES times. */
+void cg_period_note_short(struct cg_period *pd, uint64_t key) CG_HIDDEN;
 /* Ops per segment for a found period: short periods are grouped so that a
  * graph covers at least CG_PERIOD_GROUP ops of them. */
 #define CG_PERIOD_GROUP 64

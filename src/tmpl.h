@@ -31,6 +31,10 @@ struct cg_tmpl {
 	uint8_t nccl;
 	struct cg_tmpl *next_piece;      /* a chain: launched after this one */
 	int follows;                     /* a chain's later piece: never starts a match */
+	/* Starts no match either: it replays what a deferral's end leaves
+	 * (cg_table_covering), a period's short group at a loop's end. A run
+	 * that recurs whole as it is makes it start matches. */
+	int tail;
 	int in_table;
 	int pins;                        /* hosts waiting on its read-back (engine.c) */
 	uint64_t id;                     /* unique: templates freed and made again differ */
@@ -68,6 +72,9 @@ struct cg_tmpl *cg_table_find(const struct cg_op *ops, size_t n) CG_HIDDEN;
  * recurs. The one replayed most comes first. */
 int cg_table_starting(const struct cg_op *op, uint64_t segno, const void *anchor, size_t offset,
 		      struct cg_tmpl **out, int max) CG_HIDDEN;
+/* The longest usable template, a chain's later pieces excepted, whose
+ * shapes are the first of these n ops; NULL when none. */
+struct cg_tmpl *cg_table_covering(const struct cg_op *ops, size_t n, uint64_t segno) CG_HIDDEN;
 /* Notes that t was found at this place of a run. */
 void cg_tmpl_add_start(struct cg_tmpl *t, const void *anchor, size_t offset) CG_HIDDEN;
 /* How many first ops a and b share in shape: held ops that match a's there

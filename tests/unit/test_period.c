@@ -252,6 +252,41 @@ static void test_min_run(void **state)
 	cg_seg_free(&f.seg);
 }
 
+/* An early run reports halves from that long, but where stretches of the
+ * same ops ended short CG_PERIOD_SHORT_TRIES times (whichever op they were
+ * entered at): there the minimum holds again. Other stretches still report
+ * early. */
+static void test_early_run(void **state)
+{
+	(void)state;
+	const struct ut_kernel *it[] = { &ka, &kb };
+	uint64_t key = 0;
+	for (int run = 0; run < 2; run++)
+		for (int shorts = 0; shorts <= CG_PERIOD_SHORT_TRIES; shorts++) {
+			struct feed f;
+			feed_init(&f, 2, 4096);
+			f.pd.min_run = 256;
+			f.pd.early_run = 32;
+			cg_period_note_short(&f.pd, 0x5eed); /* another stretch */
+			for (int s = 0; s < shorts && run; s++)
+				cg_period_note_short(&f.pd, key);
+			enum cg_period_step st = CG_PERIOD_NONE;
+			int i = 0;
+			for (; i < 256 && st == CG_PERIOD_NONE; i++)
+				st = feed(&f, it[(i + shorts) % 2], 100 + (uint64_t)((i + shorts) % 2));
+			assert_int_equal(st, CG_PERIOD_HALVES);
+			int early = !run || shorts < CG_PERIOD_SHORT_TRIES;
+			assert_int_equal(i, early ? 32 : 256);
+			assert_int_equal(f.found, early ? 16 : 128);
+			/* Entered at a or at b: the same key. */
+			uint64_t k = cg_period_key(f.seg.ops + f.origin, f.found);
+			if (!run && shorts)
+				assert_true(k == key);
+			key = k;
+			cg_seg_free(&f.seg);
+		}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -265,6 +300,7 @@ int main(void)
 		cmocka_unit_test_setup(test_max_ops, setup),
 		cmocka_unit_test_setup(test_one_off_first, setup),
 		cmocka_unit_test_setup(test_min_run, setup),
+		cmocka_unit_test_setup(test_early_run, setup),
 	};
 	return cmocka_run_group_tests_name("period", tests, NULL, NULL);
 }
