@@ -445,6 +445,17 @@ static int cg_templates_for(const struct cg_build *b, int nb, uint64_t eager_ns,
 	return k;
 }
 
+/* A new run starts: ops of the old one still in flight are not its. */
+static void cg_run_clear(void)
+{
+	cg_seg_clear(&E.run);
+	E.run_id++;
+	E.run_ns = 0;
+	E.run_ns_ok = 1;
+	E.run_nev = 0;
+	E.anchor = NULL;
+}
+
 /* The run ends: learn from it, build what recurs, start a new one. Returns
  * whether anything of it recurred. */
 static int cg_run_end(int host_waits)
@@ -474,12 +485,7 @@ static int cg_run_end(int host_waits)
 		E.quiet = 0;
 	struct cg_tmpl *ts[CG_MAX_BUILDS * 4];
 	int nt = nb ? cg_templates_for(b, nb, eager_ns, ts, (int)(sizeof ts / sizeof ts[0])) : 0;
-	cg_seg_clear(&E.run);
-	E.run_id++;
-	E.run_ns = 0;
-	E.run_ns_ok = 1;
-	E.run_nev = 0;
-	E.anchor = NULL;
+	cg_run_clear();
 	if (nt)
 		cg_build(ts, nt);
 	return res.whole || nb;
@@ -621,12 +627,7 @@ static int cg_period_early(size_t p, size_t origin)
 	}
 	E.segno++;
 	cg_stat_add(segments, 1);
-	cg_seg_clear(&E.run);
-	E.run_id++;
-	E.run_ns = 0;
-	E.run_ns_ok = 1;
-	E.run_nev = 0;
-	E.anchor = NULL;
+	cg_run_clear();
 	E.period.known = 0;
 	return 1;
 }
