@@ -25,6 +25,7 @@
 	X(func_name, cuFuncGetName, 12030, 0)                                        \
 	X(kernel_name, cuKernelGetName, 12030, 0)                                    \
 	X(kernel_get_function, cuKernelGetFunction, 12000, 0)                        \
+	X(func_attr, cuFuncGetAttribute, 2020, 0)                                    \
 	X(pointer_attrs, cuPointerGetAttributes, 7000, 1)                            \
 	X(mem_alloc_host, cuMemAllocHost, 3020, 1)                                   \
 	X(mem_free_host, cuMemFreeHost, 2000, 1)                                     \

@@ -780,6 +780,7 @@ static void cg_held_materialize(void)
 			struct cg_op *h = &E.held.ops[i];
 			*h = E.lazy_src->ops[i];
 			h->u.k.params = E.expect_vals[i].u.k.params;
+			cg_op_copy_dims(h, &E.expect_vals[i]);
 			E.lazy[i] = 0;
 		}
 	E.nwritten = E.held.n;
@@ -890,23 +891,25 @@ static inline __attribute__((always_inline)) int cg_hold_fast(struct cg_op *op)
 	if (pos >= t->n || t != E.expect_src)
 		return 0;
 	const struct cg_op *x = &t->ops[pos];
-	/* kind and flags (op's kind is a kernel), then grid, block, shared
-	 * memory, attribute count and key kind: no attributes */
+	/* kind and flags (op's kind is a kernel), then the grid, block and
+	 * shared memory the graph has, attribute count and key kind: no
+	 * attributes */
 	uint16_t xa, oa;
 	memcpy(&xa, x, 2), memcpy(&oa, op, 2);
 	if (xa != oa || x->u.k.key != op->u.k.key || x->stream != op->stream || !op->u.k.args || op->u.k.nattr)
 		return 0;
+	const struct cg_op *v = &E.expect_vals[pos];
 	uint64_t d = 0;
 	for (int i = 0; i < 4; i++) {
 		uint64_t a, b;
-		memcpy(&a, (const uint8_t *)x->u.k.grid + 8 * i, 8);
+		memcpy(&a, (const uint8_t *)v->u.k.grid + 8 * i, 8);
 		memcpy(&b, (const uint8_t *)op->u.k.grid + 8 * i, 8);
 		d |= a ^ b;
 	}
 	if (d)
 		return 0;
 	op->u.k.ki = x->u.k.ki;
-	if (!cg_params_equal(op, E.expect_vals[pos].u.k.params))
+	if (!cg_params_equal(op, v->u.k.params))
 		return 0;
 	/* E.lazy[pos] is 1 and E.dirty[pos] 0 from the start (cg_try_start). */
 	E.nfast++; /* counted in cg_stats when the held work ends */
@@ -1079,10 +1082,8 @@ static int cg_kernel_expected(struct cg_op *op)
 	const struct cg_op *x = &E.cand[0]->ops[E.held.n];
 	if (E.cand[0]->n <= E.held.n || x->kind != CG_OP_KERNEL || x->u.k.ki->key != op->u.k.key ||
 	    x->stream != op->stream || x->ctx != op->ctx || x->flags != op->flags || x->u.k.nattr || op->u.k.nattr ||
-	    x->u.k.grid[0] != op->u.k.grid[0] || x->u.k.grid[1] != op->u.k.grid[1] ||
-	    x->u.k.grid[2] != op->u.k.grid[2] || x->u.k.block[0] != op->u.k.block[0] ||
-	    x->u.k.block[1] != op->u.k.block[1] || x->u.k.block[2] != op->u.k.block[2] ||
-	    x->u.k.shmem != op->u.k.shmem || !op->u.k.args)
+	    x->u.k.block[0] != op->u.k.block[0] || x->u.k.block[1] != op->u.k.block[1] ||
+	    x->u.k.block[2] != op->u.k.block[2] || x->u.k.shmem != op->u.k.shmem || !op->u.k.args)
 		return 0;
 	op->u.k.ki = x->u.k.ki;
 	op->nbytes = x->nbytes;

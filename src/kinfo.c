@@ -52,6 +52,25 @@ static int cg_learn_sizes(const void *h, int kernel, uint32_t *sizes, uint32_t *
 	}
 }
 
+/* Whether a launch of h takes any valid grid: it was compiled with no
+ * cluster its grid must divide into. Unknown is no. */
+static int cg_grid_free(const void *h, int kernel)
+{
+	CUfunction f = (CUfunction)h;
+	if (kernel && CG_BK(kernel_get_function, &f, (CUkernel)h) != CUDA_SUCCESS)
+		return 0;
+	static const CUfunction_attribute attrs[] = { CU_FUNC_ATTRIBUTE_CLUSTER_SIZE_MUST_BE_SET,
+						      CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH,
+						      CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT,
+						      CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH };
+	for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {
+		int v = -1;
+		if (CG_BK(func_attr, &v, attrs[i], f) != CUDA_SUCCESS || v != 0)
+			return 0;
+	}
+	return 1;
+}
+
 /* The driver handle behind what the program passes: a runtime stub's kernel
  * comes from the runtime; a driver handle is a CUfunction or a CUkernel. */
 static struct cg_kinfo *cg_kinfo_learn(const void *key, enum cg_kkey how)
@@ -90,6 +109,7 @@ static struct cg_kinfo *cg_kinfo_learn(const void *key, enum cg_kkey how)
 	ki->nparams = n;
 	ki->size = (uint32_t *)(ki + 1);
 	ki->hkind = kernel ? CG_KH_KERNEL : CG_KH_FUNCTION;
+	ki->grid_fixed = !cg_grid_free(h, kernel);
 	ki->gen = atomic_load(&cg_kinfo_gen);
 	ki->simple = n <= 32;
 	for (uint32_t i = 0; i < n; i++) {

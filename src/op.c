@@ -982,11 +982,16 @@ uint64_t cg_op_shape_hash(const struct cg_op *op)
 	h = cg_mix(h, (uintptr_t)op->ctx);
 	switch (op->kind) {
 	case CG_OP_KERNEL:
+		/* The grid is a value where a node's update may change it
+		 * (cg_op_grid_is_value). */
 		h = cg_mix(h, (uintptr_t)op->u.k.ki->handle);
-		h = cg_mix(h, (uint64_t)op->u.k.grid[0] << 32 | op->u.k.block[0]);
-		h = cg_mix(h, (uint64_t)op->u.k.grid[1] << 32 | op->u.k.grid[2]);
-		h = cg_mix(h, (uint64_t)op->u.k.block[1] << 32 | op->u.k.block[2]);
-		h = cg_mix(h, (uint64_t)op->u.k.shmem << 32 | op->nbytes << 8 | op->u.k.nattr);
+		if (!cg_op_grid_is_value(op)) {
+			h = cg_mix(h, (uint64_t)op->u.k.grid[0] << 32 | op->u.k.grid[1]);
+			h = cg_mix(h, op->u.k.grid[2]);
+		}
+		h = cg_mix(h, (uint64_t)op->u.k.block[0] << 32 | op->u.k.block[1]);
+		h = cg_mix(h, (uint64_t)op->u.k.block[2] << 32 | op->u.k.shmem);
+		h = cg_mix(h, (uint64_t)op->nbytes << 8 | op->u.k.nattr);
 		break;
 	case CG_OP_COPY:
 		h = cg_mix(h, op->u.cp.width ^ op->u.cp.height << 40 ^ op->u.cp.depth << 52);
@@ -1022,11 +1027,11 @@ int cg_op_same_shape(const struct cg_op *a, const struct cg_op *b)
 		return 0;
 	switch (a->kind) {
 	case CG_OP_KERNEL:
-		return a->u.k.ki->handle == b->u.k.ki->handle && a->nbytes == b->nbytes &&
-		       a->u.k.grid[0] == b->u.k.grid[0] && a->u.k.grid[1] == b->u.k.grid[1] &&
-		       a->u.k.grid[2] == b->u.k.grid[2] && a->u.k.block[0] == b->u.k.block[0] &&
+		return a->u.k.ki->handle == b->u.k.ki->handle && a->nbytes == b->nbytes && a->u.k.nattr == b->u.k.nattr &&
+		       (cg_op_grid_is_value(a) ? cg_op_grid_valid(a) && cg_op_grid_valid(b) : cg_op_same_dims(a, b)) &&
+		       a->u.k.block[0] == b->u.k.block[0] &&
 		       a->u.k.block[1] == b->u.k.block[1] && a->u.k.block[2] == b->u.k.block[2] &&
-		       a->u.k.shmem == b->u.k.shmem && a->u.k.nattr == b->u.k.nattr &&
+		       a->u.k.shmem == b->u.k.shmem &&
 		       (!a->u.k.nattr || !memcmp(a->u.k.attr, b->u.k.attr, a->u.k.nattr * sizeof *a->u.k.attr));
 	case CG_OP_COPY:
 		return a->u.cp.width == b->u.cp.width && a->u.cp.height == b->u.cp.height &&
@@ -1058,7 +1063,7 @@ int cg_op_same_values(const struct cg_op *a, const struct cg_op *b)
 {
 	switch (a->kind) {
 	case CG_OP_KERNEL:
-		return !memcmp(a->u.k.params, b->u.k.params, a->nbytes);
+		return cg_op_same_dims(a, b) && !memcmp(a->u.k.params, b->u.k.params, a->nbytes);
 	case CG_OP_COPY:
 		/* A held pageable source is read from cgraft's staging: its
 		 * bytes are copied at every replay, the address never matters;
@@ -1082,6 +1087,8 @@ uint64_t cg_op_values_hash(const struct cg_op *o)
 	switch (o->kind) {
 	case CG_OP_KERNEL: {
 		uint32_t b = 0;
+		for (int i = 0; i < 3; i++)
+			h = (h ^ o->u.k.grid[i]) * 0x100000001b3ull;
 		for (; b + 8 <= o->nbytes; b += 8) {
 			uint64_t w;
 			memcpy(&w, o->u.k.params + b, 8);
@@ -1147,6 +1154,10 @@ void cg_op_describe_change(char *buf, size_t size, const struct cg_op *was, cons
 	case CG_OP_KERNEL: {
 		const struct cg_kinfo *ki = now->u.k.ki;
 		n = snprintf(buf, size, "kernel %s:", ki->name[0] ? ki->name : "(unnamed)");
+		if (!cg_op_same_dims(was, now) && n >= 0 && (size_t)n < size)
+			n += snprintf(buf + n, size - (size_t)n, " grid (%u,%u,%u) -> (%u,%u,%u)", was->u.k.grid[0],
+				      was->u.k.grid[1], was->u.k.grid[2], now->u.k.grid[0], now->u.k.grid[1],
+				      now->u.k.grid[2]);
 		uint32_t off = 0, shown = 0;
 		uint32_t np = now->flags & CG_F_PACKED ? 1 : ki->nparams;
 		for (uint32_t j = 0; j < np && n >= 0 && (size_t)n < size; j++) {

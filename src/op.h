@@ -46,6 +46,9 @@ struct cg_kinfo {
 	uint8_t simple;
 	uint8_t hkind;         /* enum cg_khandle */
 	uint8_t nccl;          /* an NCCL kernel: never held */
+	/* Its grid must be a multiple of a cluster it was compiled with (or the
+	 * driver did not tell): a grid is shape, not a value. */
+	uint8_t grid_fixed;
 	char name[96];         /* the kernel's name (cut), where the driver tells it */
 	struct cg_kinfo *retired; /* forgotten entries, kept for readers */
 };
@@ -303,6 +306,32 @@ static inline int cg_op_finish(struct cg_op *op, enum cg_reason *why)
 uint64_t cg_op_shape_hash(const struct cg_op *op) CG_HIDDEN;
 /* Shape: everything that must be equal for two ops to share a graph node. */
 int cg_op_same_shape(const struct cg_op *a, const struct cg_op *b) CG_HIDDEN;
+/* A kernel's grid is a value, as its parameters are, where a launch with
+ * any valid grid succeeds as well: no launch attributes (a cooperative
+ * grid must fit the device, a cluster's divide it) and no cluster the
+ * kernel was compiled with. Block and shared memory are shape: a launch
+ * the kernel's limits refuse is no op. */
+static inline int cg_op_grid_is_value(const struct cg_op *op)
+{
+	return !op->u.k.nattr && !op->u.k.ki->grid_fixed;
+}
+/* A grid every launch takes (CUDA's limits since compute capability 3.0):
+ * another is a launch error, which no held op may hide. */
+static inline int cg_op_grid_valid(const struct cg_op *op)
+{
+	const uint32_t *g = op->u.k.grid;
+	return g[0] && g[1] && g[2] && g[0] <= 0x7fffffffu && g[1] <= 65535 && g[2] <= 65535;
+}
+/* Whether two kernel ops have the same grid. */
+static inline int cg_op_same_dims(const struct cg_op *a, const struct cg_op *b)
+{
+	return !memcmp(a->u.k.grid, b->u.k.grid, sizeof a->u.k.grid);
+}
+/* Gives d the grid of s. */
+static inline void cg_op_copy_dims(struct cg_op *d, const struct cg_op *s)
+{
+	memcpy(d->u.k.grid, s->u.k.grid, sizeof d->u.k.grid);
+}
 /* Values: what a node update can change (parameters, addresses). */
 int cg_op_same_values(const struct cg_op *a, const struct cg_op *b) CG_HIDDEN;
 uint64_t cg_op_values_hash(const struct cg_op *op) CG_HIDDEN;

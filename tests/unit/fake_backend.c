@@ -18,6 +18,7 @@ struct fk_kernel {
 	uint32_t nparams;
 	uint32_t size[64];
 	const char *name;
+	int cluster;
 };
 
 struct fk_range {
@@ -55,6 +56,7 @@ static const char *const fk_names[FK_COUNT] = {
 	[FK_KERNEL_PARAM_INFO] = "cuKernelGetParamInfo",
 	[FK_FUNC_NAME] = "cuFuncGetName",
 	[FK_KERNEL_NAME] = "cuKernelGetName",
+	[FK_FUNC_ATTR] = "cuFuncGetAttribute",
 	[FK_POINTER_ATTRS] = "cuPointerGetAttributes",
 	[FK_MEM_ALLOC_HOST] = "cuMemAllocHost",
 	[FK_MEM_FREE_HOST] = "cuMemFreeHost",
@@ -292,6 +294,17 @@ static CUresult fk_func_name(const char **name, CUfunction f)
 static CUresult fk_kernel_name(const char **name, CUkernel k)
 {
 	return fk_name_of(FK_KERNEL_NAME, name, k);
+}
+
+static CUresult fk_func_attr(int *v, CUfunction_attribute a, CUfunction f)
+{
+	struct fk_call *c = fk_begin(FK_FUNC_ATTR);
+	c->kernel = f;
+	const struct fk_kernel *k = fk_kernel_of(f);
+	if (!k)
+		return fk_end_rc(c, CUDA_ERROR_INVALID_HANDLE);
+	*v = a == CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH ? k->cluster : 0;
+	return fk_end(c);
 }
 
 /* ---- memory ------------------------------------------------------------------------ */
@@ -677,6 +690,7 @@ const struct cg_backend fk_backend = {
 	.ctx_get_device = fk_ctx_get_device,
 	.func_param_info = fk_func_param_info,
 	.kernel_param_info = fk_kernel_param_info,
+	.func_attr = fk_func_attr,
 	.func_name = fk_func_name,
 	.kernel_name = fk_kernel_name,
 	.pointer_attrs = fk_pointer_attrs,
@@ -753,6 +767,7 @@ void fk_kernel(const void *handle, uint32_t nparams, const uint32_t *sizes, cons
 		k = &fk.kernels[fk.nkernels++];
 	}
 	k->handle = handle;
+	k->cluster = 0;
 	k->nparams = nparams < 64 ? nparams : 64;
 	for (uint32_t i = 0; i < k->nparams; i++)
 		k->size[i] = sizes[i];
@@ -931,5 +946,14 @@ void fk_dump(size_t from)
 			i, fk_name(c->fn), (void *)c->stream, c->kernel, (void *)c->exec, (void *)c->event,
 			(void *)c->node, c->ndeps, c->nbytes, c->tag, (int)c->rc);
 	}
+	pthread_mutex_unlock(&fk_mu);
+}
+
+void fk_kernel_cluster(const void *handle, int width)
+{
+	pthread_mutex_lock(&fk_mu);
+	for (int i = 0; i < fk.nkernels; i++)
+		if (fk.kernels[i].handle == handle)
+			fk.kernels[i].cluster = width;
 	pthread_mutex_unlock(&fk_mu);
 }

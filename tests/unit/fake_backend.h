@@ -25,6 +25,7 @@ enum fk_fn {
 	FK_KERNEL_PARAM_INFO,
 	FK_FUNC_NAME,
 	FK_KERNEL_NAME,
+	FK_FUNC_ATTR,
 	FK_POINTER_ATTRS,
 	FK_MEM_ALLOC_HOST,
 	FK_MEM_FREE_HOST,
@@ -97,6 +98,8 @@ void fk_reset(void);
 /* ---- declarations ---------------------------------------------------- */
 /* A kernel handle (CUfunction or CUkernel) with its parameter sizes. */
 void fk_kernel(const void *handle, uint32_t nparams, const uint32_t *sizes, const char *name);
+/* The cluster width a declared kernel was compiled with (0: none). */
+void fk_kernel_cluster(const void *handle, int width);
 /* Addresses [lo, lo+n) are device memory (ordinal 0) or pinned host memory;
  * anything else is pageable. */
 void fk_device_range(uintptr_t lo, size_t n);

@@ -65,7 +65,7 @@ struct launch {
 };
 
 /* A cuLaunchKernel of K(k) with arguments (a0, a1), normalised. */
-static struct cg_op *launch(struct launch *l, int k, CUstream s, unsigned grid, uint64_t a0, uint64_t a1)
+static struct cg_op *launch(struct launch *l, int k, CUstream s, unsigned block, uint64_t a0, uint64_t a1)
 {
 	memset(l, 0, sizeof *l);
 	l->val[0] = a0;
@@ -73,7 +73,19 @@ static struct cg_op *launch(struct launch *l, int k, CUstream s, unsigned grid, 
 	l->argv[0] = &l->val[0];
 	l->argv[1] = &l->val[1];
 	enum cg_reason why;
-	assert_int_equal(cg_op_from_cuLaunchKernel(&l->op, 0, &why, K(k), grid, 1, 1, 128, 1, 1, 0, s, l->argv, NULL),
+	assert_int_equal(cg_op_from_cuLaunchKernel(&l->op, 0, &why, K(k), 1, 1, 1, block, 1, 1, 0, s, l->argv, NULL),
+			 0);
+	l->op.entry = CG_E_cuLaunchKernel;
+	assert_int_equal(cg_op_finish(&l->op, &why), 0);
+	return &l->op;
+}
+
+/* The same with grid (grid,1,1) and block 1. */
+static struct cg_op *launch_grid(struct launch *l, int k, CUstream s, unsigned grid, uint64_t a0, uint64_t a1)
+{
+	launch(l, k, s, 1, a0, a1);
+	enum cg_reason why;
+	assert_int_equal(cg_op_from_cuLaunchKernel(&l->op, 0, &why, K(k), grid, 1, 1, 1, 1, 1, 0, s, l->argv, NULL),
 			 0);
 	l->op.entry = CG_E_cuLaunchKernel;
 	assert_int_equal(cg_op_finish(&l->op, &why), 0);
@@ -106,11 +118,11 @@ static void sync_point(void)
 }
 
 /* One iteration of n kernels K(1..n) (or kernels[i]) with first arguments
- * a[i], second b[i] (0 without b), grid 1 (or grids[i]), then a sync. */
+ * a[i], second b[i] (0 without b), block 1 (or blocks[i]), then a sync. */
 struct iter {
 	int n;
 	const int *kernels;
-	const unsigned *grids;
+	const unsigned *blocks, *grids;
 	const uint64_t *a, *b;
 	int res[64];
 };
@@ -120,7 +132,10 @@ static void run_iter(struct iter *it, CUstream s)
 	for (int i = 0; i < it->n; i++) {
 		struct launch l;
 		int k = it->kernels ? it->kernels[i] : i + 1;
-		launch(&l, k, s, it->grids ? it->grids[i] : 1, it->a[i], it->b ? it->b[i] : 0);
+		if (it->grids)
+			launch_grid(&l, k, s, it->grids[i], it->a[i], it->b ? it->b[i] : 0);
+		else
+			launch(&l, k, s, it->blocks ? it->blocks[i] : 1, it->a[i], it->b ? it->b[i] : 0);
 		it->res[i] = call(&l.op, i);
 	}
 	sync_point();
@@ -282,7 +297,7 @@ static void test_divergence(void **state)
 	assert_int_equal(STAT(divergences), div0 + 1);
 
 	/* Well replayed (held ops left implicit on the engine's fast path),
-	 * then the third op with another grid: both held ops go out, with the
+	 * then the third op with another block: both held ops go out, with the
 	 * arguments the program gave. */
 	for (int i = 0; i < 20; i++) {
 		m = fk_mark();
@@ -419,11 +434,11 @@ static void test_backoff(void **state)
 	run_iter(&it, s);
 	run_iter(&it, s);
 	unsigned long long bo0 = STAT(fallbacks[CG_WHY_BACKOFF_DIVERGE]);
-	/* The second op's grid grows: it differs every time. */
+	/* The second op's block grows: it differs every time. */
 	int tried = 0;
 	for (unsigned i = 0; i < 8; i++) {
-		const unsigned grids[] = { 1, 100 + i, 1 };
-		struct iter d = { .n = 3, .a = a, .grids = grids };
+		const unsigned blocks[] = { 1, 100 + i, 1 };
+		struct iter d = { .n = 3, .a = a, .blocks = blocks };
 		run_iter(&d, s);
 		tried += d.res[0] == CG_DEFERRED;
 		assert_int_equal(d.res[1], CG_EAGER);
@@ -456,15 +471,15 @@ static void test_chain(void **state)
 {
 	(void)state;
 	CUstream s = UT_STREAM(6);
-	unsigned grids[40];
+	unsigned blocks[40];
 	uint64_t a[40];
 	int ks[40];
 	for (int i = 0; i < 40; i++) {
-		grids[i] = 1 + (unsigned)i; /* 40 shapes: no period */
+		blocks[i] = 1 + (unsigned)i; /* 40 shapes: no period */
 		a[i] = BUF(i);
 		ks[i] = 1 + i % 3;
 	}
-	struct iter it = { .n = 40, .a = a, .grids = grids, .kernels = ks };
+	struct iter it = { .n = 40, .a = a, .blocks = blocks, .kernels = ks };
 	run_iter(&it, s);
 	size_t m = fk_mark();
 	run_iter(&it, s);
@@ -475,7 +490,7 @@ static void test_chain(void **state)
 		long first_at = -1;
 		for (int i = 0; i < 40; i++) {
 			struct launch l;
-			launch(&l, ks[i], s, grids[i], a[i], 0);
+			launch(&l, ks[i], s, blocks[i], a[i], 0);
 			assert_int_equal(call(&l.op, i), CG_DEFERRED);
 			if (i == 7)
 				first_at = (long)fk_mark();
@@ -890,6 +905,33 @@ static void test_context_in_shape(void **state)
 }
 /* ==== mutant guards (end) ============================================================= */
 
+/* A kernel's grid is a value: an iteration whose middle kernel's grid grows
+ * replays, the grid a node update; but where the kernel was compiled with a
+ * cluster (a grid it does not divide fails to launch), the grid is shape and
+ * the iteration never recurs. */
+static void test_grid_value(void **state)
+{
+	(void)state;
+	CUstream s = UT_STREAM(6);
+	const uint64_t a[] = { BUF(1), BUF(2), BUF(3) };
+	for (int clustered = 0; clustered < 2; clustered++) {
+		const int ks[] = { 1 + 3 * clustered, 2 + 3 * clustered, 3 + 3 * clustered };
+		fk_kernel_cluster(K(ks[1]), clustered ? 2 : 0);
+		unsigned long long upd0 = STAT(node_updates);
+		int replayed = 0;
+		for (unsigned i = 0; i < 8; i++) {
+			const unsigned grids[] = { 1, 2 + 2 * i, 1 };
+			struct iter d = { .n = 3, .a = a, .kernels = ks, .grids = grids };
+			run_iter(&d, s);
+			replayed += count_res(&d, CG_DEFERRED) == 3;
+		}
+		fk_kernel_cluster(K(ks[1]), 0);
+		assert_int_equal(replayed, clustered ? 0 : 6);
+		if (!clustered)
+			assert_true(STAT(node_updates) >= upd0 + 6);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -912,6 +954,7 @@ int main(void)
 		cmocka_unit_test_setup(test_build_failure_not_retried, setup),
 		/* mutant guards */
 		cmocka_unit_test_setup(test_context_in_shape, setup),
+		cmocka_unit_test_setup(test_grid_value, setup),
 	};
 	return cmocka_run_group_tests_name("engine", tests, group_setup, NULL);
 }

@@ -40,16 +40,16 @@ static int teardown(void **state)
 	return 0;
 }
 
-/* Appends a launch of k with that grid and argument, hashed as the engine
+/* Appends a launch of k with that block and argument, hashed as the engine
  * keeps it. */
-static void add(struct cg_seg *s, const struct ut_kernel *k, unsigned grid, uint64_t arg)
+static void add(struct cg_seg *s, const struct ut_kernel *k, unsigned block, uint64_t arg)
 {
 	struct ut_kop op;
-	ut_shaped(ut_kop(&op, k, UT_STREAM(1), grid, &arg));
+	ut_shaped(ut_kop(&op, k, UT_STREAM(1), block, &arg));
 	assert_int_equal(cg_seg_push(s, &op.op, 0, NULL, NULL), 0);
 }
 
-/* n distinct ops of kernel k (grids base .. base+n-1). */
+/* n distinct ops of kernel k (blocks base .. base+n-1). */
 static void add_n(struct cg_seg *s, const struct ut_kernel *k, unsigned base, int n)
 {
 	for (int i = 0; i < n; i++)
@@ -156,7 +156,7 @@ static void test_pieces_around_varying_op(void **state)
 	struct cg_seg runs[3] = { { 0 } };
 	for (int r = 0; r < 3; r++) {
 		add_n(&runs[r], &ka, 1, 5);
-		add(&runs[r], &kb, 100 + (unsigned)r, 0); /* a grid that grows */
+		add(&runs[r], &kb, 100 + (unsigned)r, 0); /* a block that grows */
 		add_n(&runs[r], &kc, 1, 5);
 	}
 	struct cg_build b[CG_MAX_BUILDS];

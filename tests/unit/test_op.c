@@ -48,11 +48,28 @@ static void test_kernel_shape(void **state)
 	assert_int_equal(cg_op_values_hash(&o[0]), cg_op_values_hash(&o[2]));
 
 	struct cg_op c;
+	/* A grid is a value (a node update), but for launch attributes; an
+	 * invalid one no shape: its launch fails. */
 	c = o[0];
 	c.u.k.grid[0] = 8;
 	c.shape = cg_op_shape_hash(&c);
+	assert_true(cg_op_same_shape(&o[0], &c));
+	assert_int_equal(c.shape, o[0].shape);
+	assert_false(cg_op_same_values(&o[0], &c));
+	assert_int_not_equal(cg_op_values_hash(&o[0]), cg_op_values_hash(&c));
+	c.u.k.grid[1] = 65536;
 	assert_false(cg_op_same_shape(&o[0], &c));
-	assert_int_not_equal(c.shape, o[0].shape);
+	c.u.k.grid[1] = 1;
+	c.u.k.grid[0] = 0;
+	assert_false(cg_op_same_shape(&o[0], &c));
+	c = o[0];
+	c.u.k.grid[0] = 8;
+	c.u.k.nattr = 1;
+	c.u.k.attr = &(CUlaunchAttribute){ .id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE, .value.cooperative = 1 };
+	struct cg_op d = c;
+	d.u.k.grid[0] = 4;
+	assert_false(cg_op_same_shape(&c, &d));
+	assert_int_not_equal(cg_op_shape_hash(&c), cg_op_shape_hash(&d));
 	c = o[0];
 	c.u.k.block[2] = 2;
 	c.shape = cg_op_shape_hash(&c);
@@ -79,7 +96,7 @@ static void test_kernel_shape(void **state)
 	assert_false(cg_op_same_shape(&o[0], &c));
 	/* A stale hash alone does not make two ops alike. */
 	c = o[0];
-	c.u.k.grid[1] = 3;
+	c.u.k.block[1] = 3;
 	assert_int_equal(c.shape, o[0].shape);
 	assert_false(cg_op_same_shape(&o[0], &c));
 	cg_seg_free(&seg);

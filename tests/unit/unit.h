@@ -63,7 +63,9 @@ static inline struct cg_op *ut_shaped(struct cg_op *op)
 	return op;
 }
 
-static inline struct cg_op *ut_kop(struct ut_kop *k, const struct ut_kernel *kn, CUstream s, unsigned grid,
+/* A launch of kn on s with these argument values, grid 1, block (block,1,1):
+ * ops of other blocks have other shapes (a grid is a value). */
+static inline struct cg_op *ut_kop(struct ut_kop *k, const struct ut_kernel *kn, CUstream s, unsigned block,
 				   const uint64_t *vals)
 {
 	memset(k, 0, sizeof *k);
@@ -72,9 +74,8 @@ static inline struct cg_op *ut_kop(struct ut_kop *k, const struct ut_kernel *kn,
 	k->op.stream = s;
 	k->op.nbytes = kn->ki.total;
 	k->op.u.k.ki = &kn->ki;
-	k->op.u.k.grid[0] = grid;
-	k->op.u.k.grid[1] = k->op.u.k.grid[2] = 1;
-	k->op.u.k.block[0] = 128;
+	k->op.u.k.grid[0] = k->op.u.k.grid[1] = k->op.u.k.grid[2] = 1;
+	k->op.u.k.block[0] = block;
 	k->op.u.k.block[1] = k->op.u.k.block[2] = 1;
 	for (uint32_t i = 0; i < kn->ki.nparams; i++) {
 		k->val[i] = vals ? vals[i] : 0;

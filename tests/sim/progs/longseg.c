@@ -1,8 +1,9 @@
 /* Scenario: a long single-stream iteration ending in a blocking read, which
  * cgraft replays as a chain of graphs. It holds a pageable copy late in the
- * iteration, an event recorded early and waited on late, and every seventh
- * iteration a kernel of another size in the middle: the chain stops there
- * and the rest runs eagerly, in order. */
+ * iteration, an event recorded early and waited on late, every fifth
+ * iteration a kernel over half the array (another grid: a node update), and
+ * every seventh another kernel in the middle: the chain stops there and the
+ * rest runs eagerly, in order. */
 #include "common.h"
 
 int main(void)
@@ -17,8 +18,11 @@ int main(void)
     float *y = dev_alloc_init(N, 0.5f), *z = dev_alloc_init(N, 1.0f), *in = dev_alloc_init(N, 0.0f);
     for (int it = 0; it < ITERS; it++) {
         for (int k = 0; k < K; k++) {
-            int n = (k == 20 && it % 7 == 6) ? N / 2 : N;
-            axpb(s, y, 0.97f, 0.001f * (float)k, n);
+            int n = (k == 10 && it % 5 == 4) ? N / 2 : N;
+            if (k == 20 && it % 7 == 6)
+                sq(s, y, N);
+            else
+                axpb(s, y, 0.97f, 0.001f * (float)k, n);
             if (k == 5)
                 CK(cudaEventRecord(ev, s));
             if (k == 30) {

@@ -1,0 +1,41 @@
+/* Guard: a kernel's grid is a value. The same axpb over 4096 elements is
+ * launched with grids of 1, 2 or 3 blocks in turn (its arguments the same:
+ * only the grid tells how much of the array it covers), amid kernels that
+ * never change; every seventh step ends in another kernel halfway, so that
+ * held launches go out eagerly, each with its own grid. A replay that keeps
+ * a graph's grid, or a held launch written out with the template's, covers
+ * another part of the array. */
+#include "common.h"
+static void axpb_grid(cudaStream_t s, float *y, unsigned grid)
+{
+    float m = 0.99f, b = 0.01f;
+    int n = 4096;
+    void *args[] = { &y, &m, &b, &n };
+    CK(cudaLaunchKernel((const void *)k_axpb, d1(grid), d1(BLOCK), args, 0, s));
+}
+
+int main(void)
+{
+    register_kernels();
+    cudaStream_t s;
+    CK(cudaStreamCreate(&s));
+    float *y = dev_alloc_init(4096, 0.5f), *r;
+    CK(cudaMalloc((void **)&r, sizeof(float)));
+    float res = 0;
+    for (int it = 0; it < 60; it++) {
+        for (int k = 0; k < 6; k++)
+            sq(s, y, 256);
+        axpb_grid(s, y, 1 + (unsigned)(it % 3));
+        for (int k = 0; k < 3; k++)
+            axpb_grid(s, y, 1 + (unsigned)((it + k) % 3));
+        if (it % 7 == 6)
+            reduce(s, r, y, 256);
+        for (int k = 0; k < 4; k++)
+            sq(s, y, 256);
+        CK(cudaMemcpyAsync(&res, r, sizeof res, cudaMemcpyDeviceToHost, s));
+        CK(cudaStreamSynchronize(s));
+        printf("it=%d res %a\n", it, res);
+    }
+    print_dev("y", y, 4096);
+    return 0;
+}
