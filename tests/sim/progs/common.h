@@ -254,6 +254,18 @@ static inline float *dev_alloc_init(size_t n, float base)
     return d;
 }
 
+/* The usual start of a scenario: the kernels registered, a stream, 4096
+ * floats y from 0.5 and a device scalar r. */
+static inline cudaStream_t start_y_r(float **y, float **r)
+{
+    register_kernels();
+    cudaStream_t s;
+    CK(cudaStreamCreate(&s));
+    *y = dev_alloc_init(4096, 0.5f);
+    CK(cudaMalloc((void **)r, sizeof(float)));
+    return s;
+}
+
 /* One step of a loop around k_shm's launch with 40 KiB of dynamic shared
  * memory, which fails where the kernel's limit is lower: the launch's and
  * the last error's codes are printed, so a replay that hides a failure or

@@ -5,11 +5,8 @@
 #include "common.h"
 int main(void)
 {
-    register_kernels();
-    cudaStream_t s;
-    CK(cudaStreamCreate(&s));
-    float *y = dev_alloc_init(4096, 0.5f), *r;
-    CK(cudaMalloc((void **)&r, sizeof(float)));
+    float *y, *r;
+    cudaStream_t s = start_y_r(&y, &r);
     float res = 0, tok = 1;
     for (int it = 0; it < 60; it++) {
         tok = (float)(it % 7);

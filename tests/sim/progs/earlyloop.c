@@ -6,11 +6,8 @@
 #include "common.h"
 int main(void)
 {
-    register_kernels();
-    cudaStream_t s;
-    CK(cudaStreamCreate(&s));
-    float *y = dev_alloc_init(4096, 0.5f), *r;
-    CK(cudaMalloc((void **)&r, sizeof(float)));
+    float *y, *r;
+    cudaStream_t s = start_y_r(&y, &r);
     CK(cudaDeviceSynchronize());
     for (int k = 0; k < 500; k++)
         axpb(s, y, 0.999f, 0.001f, 64);

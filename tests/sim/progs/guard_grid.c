@@ -16,11 +16,8 @@ static void axpb_grid(cudaStream_t s, float *y, unsigned grid)
 
 int main(void)
 {
-    register_kernels();
-    cudaStream_t s;
-    CK(cudaStreamCreate(&s));
-    float *y = dev_alloc_init(4096, 0.5f), *r;
-    CK(cudaMalloc((void **)&r, sizeof(float)));
+    float *y, *r;
+    cudaStream_t s = start_y_r(&y, &r);
     float res = 0;
     for (int it = 0; it < 60; it++) {
         for (int k = 0; k < 6; k++)
