@@ -1083,7 +1083,8 @@ static int cg_kernel_expected(struct cg_op *op)
 	if (E.cand[0]->n <= E.held.n || x->kind != CG_OP_KERNEL || x->u.k.ki->key != op->u.k.key ||
 	    x->stream != op->stream || x->ctx != op->ctx || x->flags != op->flags || x->u.k.nattr || op->u.k.nattr ||
 	    x->u.k.block[0] != op->u.k.block[0] || x->u.k.block[1] != op->u.k.block[1] ||
-	    x->u.k.block[2] != op->u.k.block[2] || x->u.k.shmem != op->u.k.shmem || !op->u.k.args)
+	    x->u.k.block[2] != op->u.k.block[2] || x->u.k.shmem != op->u.k.shmem || !op->u.k.args ||
+	    (cg_op_grid_is_value(x) ? !cg_op_grid_valid(op) : !cg_op_same_dims(x, op)))
 		return 0;
 	op->u.k.ki = x->u.k.ki;
 	op->nbytes = x->nbytes;
