@@ -162,13 +162,22 @@ static int cg_same_shapes(const struct cg_tmpl *t, const struct cg_op *ops, size
 	return 1;
 }
 
+/* A match starts only on the grid its template starts with: a kernel over
+ * another size starts other work (another thread's on its per-thread stream,
+ * which has the same handle), which would diverge; once held, a grown grid
+ * is a node update. */
+static int cg_first_grid(const struct cg_tmpl *t, const struct cg_op *op)
+{
+	return op->kind != CG_OP_KERNEL || cg_op_same_dims(&t->ops[0], op);
+}
+
 struct cg_tmpl *cg_table_find(const struct cg_op *ops, size_t n)
 {
 	if (!n)
 		return NULL;
 	uint64_t key = cg_tmpl_key(ops, n);
 	for (struct cg_tmpl *t = cg_bucket[cg_bucket_of(ops[0].shape)]; t; t = t->hnext)
-		if (t->key == key && cg_same_shapes(t, ops, n))
+		if (t->key == key && cg_same_shapes(t, ops, n) && cg_first_grid(t, ops))
 			return t;
 	return NULL;
 }
@@ -209,8 +218,8 @@ int cg_table_starting(const struct cg_op *op, uint64_t segno, const void *anchor
 {
 	int n = 0;
 	for (struct cg_tmpl *t = cg_bucket[cg_bucket_of(op->shape)]; t && n < max; t = t->hnext)
-		if (!t->follows && !t->tail && cg_op_same_shape(&t->ops[0], op) && cg_starts_here(t, anchor, offset) &&
-		    cg_usable(t, segno)) {
+		if (!t->follows && !t->tail && cg_op_same_shape(&t->ops[0], op) && cg_first_grid(t, op) &&
+		    cg_starts_here(t, anchor, offset) && cg_usable(t, segno)) {
 			out[n] = t;
 			if (n && t->replays > out[0]->replays) {
 				out[n] = out[0];

@@ -982,14 +982,13 @@ uint64_t cg_op_shape_hash(const struct cg_op *op)
 	h = cg_mix(h, (uintptr_t)op->ctx);
 	switch (op->kind) {
 	case CG_OP_KERNEL:
-		/* The grid too, though a value where a node's update may change
-		 * it (cg_op_grid_is_value): a match starts, a period recurs and
-		 * a run is seen again only with the same grids; once held, a
-		 * grown grid is a node update. Ops alike bar the grid are not
-		 * found by each other's hash: fewer matches, never wrong ones. */
+		/* The grid is a value where a node's update may change it
+		 * (cg_op_grid_is_value). */
 		h = cg_mix(h, (uintptr_t)op->u.k.ki->handle);
-		h = cg_mix(h, (uint64_t)op->u.k.grid[0] << 32 | op->u.k.grid[1]);
-		h = cg_mix(h, op->u.k.grid[2]);
+		if (!cg_op_grid_is_value(op)) {
+			h = cg_mix(h, (uint64_t)op->u.k.grid[0] << 32 | op->u.k.grid[1]);
+			h = cg_mix(h, op->u.k.grid[2]);
+		}
 		h = cg_mix(h, (uint64_t)op->u.k.block[0] << 32 | op->u.k.block[1]);
 		h = cg_mix(h, (uint64_t)op->u.k.block[2] << 32 | op->u.k.shmem);
 		h = cg_mix(h, (uint64_t)op->nbytes << 8 | op->u.k.nattr);

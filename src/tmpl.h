@@ -64,7 +64,7 @@ void cg_tmpl_free(struct cg_tmpl *t) CG_HIDDEN;
 struct cg_tmpl *cg_table_add(struct cg_tmpl *t, long max) CG_HIDDEN;
 /* Takes t out of the table (it stays allocated). */
 void cg_table_remove(struct cg_tmpl *t) CG_HIDDEN;
-/* The template of exactly these shapes, or NULL. */
+/* The template of exactly these shapes, starting on the same grid, or NULL. */
 struct cg_tmpl *cg_table_find(const struct cg_op *ops, size_t n) CG_HIDDEN;
 /* Usable templates that start a match with op, at most max: any at a run's
  * start, inside a run (offset > 0 eager ops after anchor) only those learnt
