@@ -421,16 +421,17 @@ static void cg_note_novel(void)
 	E.passive_until = E.segno + (64ull << E.passive_rounds);
 }
 
-/* Templates for what recurs in the run: a chain where it may be one (and no
- * template starts alike, whose matches the first piece would lose), else a
- * whole one, which replaces the chains that start alike. */
-static int cg_templates_for(const struct cg_build *b, int nb, uint64_t eager_ns, struct cg_tmpl **ts, int max)
+/* Templates for what recurs in run (eager_ns its host time): a chain where
+ * it may be one (and no template starts alike, whose matches the first piece
+ * would lose), else a whole one, which replaces the chains that start alike. */
+static int cg_templates_for(const struct cg_seg *run, const struct cg_build *b, int nb, uint64_t eager_ns,
+			    struct cg_tmpl **ts, int max)
 {
-	const struct cg_op *ops = E.run.ops;
+	const struct cg_op *ops = run->ops;
 	int k = 0;
 	for (int i = 0; i < nb && k < max; i++) {
 		const struct cg_op *o = ops + b[i].start;
-		uint64_t ns = E.run.n ? eager_ns * b[i].n / E.run.n : 0;
+		uint64_t ns = run->n ? eager_ns * b[i].n / run->n : 0;
 		int k0 = k;
 		if (b[i].first && !cg_table_starts_alike(o)) {
 			k += cg_chain_new(o, b[i].n, b[i].first, ns, ts + k, max - k);
@@ -484,7 +485,7 @@ static int cg_run_end(int host_waits)
 	else if (nb)
 		E.quiet = 0;
 	struct cg_tmpl *ts[CG_MAX_BUILDS * 4];
-	int nt = nb ? cg_templates_for(b, nb, eager_ns, ts, (int)(sizeof ts / sizeof ts[0])) : 0;
+	int nt = nb ? cg_templates_for(&E.run, b, nb, eager_ns, ts, (int)(sizeof ts / sizeof ts[0])) : 0;
 	cg_run_clear();
 	if (nt)
 		cg_build(ts, nt);
@@ -579,14 +580,10 @@ static void cg_early_pass(struct cg_tmpl *t)
 		for (size_t i = 0; i < p && ok; i++)
 			ok = cg_seg_push(&grp, &t->ops[i], 0, NULL, NULL) == 0;
 	if (ok && !cg_table_find(grp.ops, grp.n)) {
-		struct cg_seg run = E.run;
 		struct cg_build b = { 0, grp.n, 0 };
 		struct cg_tmpl *ts[1];
-		E.run = grp;
-		int nt = cg_templates_for(&b, 1, (uint64_t)t->eager_ns * (grp.n / p), ts, 1);
-		E.run = run;
-		if (nt) {
-			cg_build(ts, nt); /* t may be pushed out meanwhile */
+		if (cg_templates_for(&grp, &b, 1, (uint64_t)t->eager_ns * (grp.n / p), ts, 1)) {
+			cg_build(ts, 1); /* t may be pushed out meanwhile */
 			struct cg_tmpl *tp = ts[0] ? cg_table_find(grp.ops, p) : NULL;
 			if (tp)
 				tp->tail = 1;
@@ -606,7 +603,7 @@ static int cg_period_early(size_t p, size_t origin)
 		return 0;
 	struct cg_build b = { origin + p, p, 0 };
 	struct cg_tmpl *ts[1];
-	if (!cg_templates_for(&b, 1, E.run_ns_ok ? E.run_ns : 0, ts, 1))
+	if (!cg_templates_for(&E.run, &b, 1, E.run_ns_ok ? E.run_ns : 0, ts, 1))
 		return 0;
 	uint64_t id = ts[0]->id;
 	cg_build(ts, 1);
@@ -780,7 +777,7 @@ static void cg_held_materialize(void)
 			struct cg_op *h = &E.held.ops[i];
 			*h = E.lazy_src->ops[i];
 			h->u.k.params = E.expect_vals[i].u.k.params;
-			cg_op_copy_dims(h, &E.expect_vals[i]);
+			cg_op_copy_grid(h, &E.expect_vals[i]);
 			E.lazy[i] = 0;
 		}
 	E.nwritten = E.held.n;
@@ -1084,7 +1081,7 @@ static int cg_kernel_expected(struct cg_op *op)
 	    x->stream != op->stream || x->ctx != op->ctx || x->flags != op->flags || x->u.k.nattr || op->u.k.nattr ||
 	    x->u.k.block[0] != op->u.k.block[0] || x->u.k.block[1] != op->u.k.block[1] ||
 	    x->u.k.block[2] != op->u.k.block[2] || x->u.k.shmem != op->u.k.shmem || !op->u.k.args ||
-	    (cg_op_grid_is_value(x) ? !cg_op_grid_valid(op) : !cg_op_same_dims(x, op)))
+	    !cg_op_grid_fits(x, op))
 		return 0;
 	op->u.k.ki = x->u.k.ki;
 	op->nbytes = x->nbytes;

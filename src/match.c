@@ -168,7 +168,7 @@ static int cg_same_shapes(const struct cg_tmpl *t, const struct cg_op *ops, size
  * is a node update. */
 static int cg_first_grid(const struct cg_tmpl *t, const struct cg_op *op)
 {
-	return op->kind != CG_OP_KERNEL || cg_op_same_dims(&t->ops[0], op);
+	return op->kind != CG_OP_KERNEL || cg_op_same_grid(&t->ops[0], op);
 }
 
 struct cg_tmpl *cg_table_find(const struct cg_op *ops, size_t n)

@@ -1028,7 +1028,7 @@ int cg_op_same_shape(const struct cg_op *a, const struct cg_op *b)
 	switch (a->kind) {
 	case CG_OP_KERNEL:
 		return a->u.k.ki->handle == b->u.k.ki->handle && a->nbytes == b->nbytes && a->u.k.nattr == b->u.k.nattr &&
-		       (cg_op_grid_is_value(a) ? cg_op_grid_valid(a) && cg_op_grid_valid(b) : cg_op_same_dims(a, b)) &&
+		       cg_op_grid_fits(a, b) &&
 		       a->u.k.block[0] == b->u.k.block[0] &&
 		       a->u.k.block[1] == b->u.k.block[1] && a->u.k.block[2] == b->u.k.block[2] &&
 		       a->u.k.shmem == b->u.k.shmem &&
@@ -1063,7 +1063,7 @@ int cg_op_same_values(const struct cg_op *a, const struct cg_op *b)
 {
 	switch (a->kind) {
 	case CG_OP_KERNEL:
-		return cg_op_same_dims(a, b) && !memcmp(a->u.k.params, b->u.k.params, a->nbytes);
+		return cg_op_same_grid(a, b) && !memcmp(a->u.k.params, b->u.k.params, a->nbytes);
 	case CG_OP_COPY:
 		/* A held pageable source is read from cgraft's staging: its
 		 * bytes are copied at every replay, the address never matters;
@@ -1154,7 +1154,7 @@ void cg_op_describe_change(char *buf, size_t size, const struct cg_op *was, cons
 	case CG_OP_KERNEL: {
 		const struct cg_kinfo *ki = now->u.k.ki;
 		n = snprintf(buf, size, "kernel %s:", ki->name[0] ? ki->name : "(unnamed)");
-		if (!cg_op_same_dims(was, now) && n >= 0 && (size_t)n < size)
+		if (!cg_op_same_grid(was, now) && n >= 0 && (size_t)n < size)
 			n += snprintf(buf + n, size - (size_t)n, " grid (%u,%u,%u) -> (%u,%u,%u)", was->u.k.grid[0],
 				      was->u.k.grid[1], was->u.k.grid[2], now->u.k.grid[0], now->u.k.grid[1],
 				      now->u.k.grid[2]);

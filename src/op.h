@@ -323,12 +323,18 @@ static inline int cg_op_grid_valid(const struct cg_op *op)
 	return g[0] && g[1] && g[2] && g[0] <= 0x7fffffffu && g[1] <= 65535 && g[2] <= 65535;
 }
 /* Whether two kernel ops have the same grid. */
-static inline int cg_op_same_dims(const struct cg_op *a, const struct cg_op *b)
+static inline int cg_op_same_grid(const struct cg_op *a, const struct cg_op *b)
 {
 	return !memcmp(a->u.k.grid, b->u.k.grid, sizeof a->u.k.grid);
 }
+/* Whether op's grid may stand where kernel op t's is, as shape: any valid
+ * one where the grid is a value, else t's own. */
+static inline int cg_op_grid_fits(const struct cg_op *t, const struct cg_op *op)
+{
+	return cg_op_grid_is_value(t) ? cg_op_grid_valid(t) && cg_op_grid_valid(op) : cg_op_same_grid(t, op);
+}
 /* Gives d the grid of s. */
-static inline void cg_op_copy_dims(struct cg_op *d, const struct cg_op *s)
+static inline void cg_op_copy_grid(struct cg_op *d, const struct cg_op *s)
 {
 	memcpy(d->u.k.grid, s->u.k.grid, sizeof d->u.k.grid);
 }

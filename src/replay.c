@@ -328,7 +328,7 @@ static int cg_update_node(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 		rc = CG_BK(exec_set_kernel, v->exec, g->node[i], &k.p);
 		if (rc == CUDA_SUCCESS) {
 			memcpy((void *)v->vals[i].u.k.params, op->u.k.params, op->nbytes);
-			cg_op_copy_dims(&v->vals[i], op);
+			cg_op_copy_grid(&v->vals[i], op);
 		}
 		break;
 	}

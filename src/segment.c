@@ -114,7 +114,7 @@ static int cg_push_kernel(struct cg_seg *s, struct cg_op *d, const struct cg_op 
 		d->u.k.attr = a;
 	}
 	if (differs)
-		*differs = diff != 0 || (expect && !cg_op_same_dims(op, expect));
+		*differs = diff != 0 || (expect && !cg_op_same_grid(op, expect));
 	return 0;
 }
 
@@ -177,7 +177,7 @@ int cg_seg_push_kernel(struct cg_seg *s, const struct cg_op *op, const struct cg
 	struct cg_op *d = &s->ops[s->n];
 	/* The usual case: nothing changed, and the graph's bytes (which stay as
 	 * they are until its next launch) serve as the held op's. */
-	if (expect && !(op->flags & CG_F_PACKED) && cg_op_same_dims(op, expect) && cg_params_equal(op, expect->u.k.params)) {
+	if (expect && !(op->flags & CG_F_PACKED) && cg_op_same_grid(op, expect) && cg_params_equal(op, expect->u.k.params)) {
 		*d = *op;
 		d->u.k.params = expect->u.k.params;
 		d->u.k.args = NULL;
@@ -191,7 +191,7 @@ int cg_seg_push_kernel(struct cg_seg *s, const struct cg_op *op, const struct cg
 	d->u.k.params = p;
 	d->u.k.args = NULL;
 	s->n++;
-	return (cg_copy_params(p, op, expect ? expect->u.k.params : p) != 0) | (expect && !cg_op_same_dims(op, expect));
+	return (cg_copy_params(p, op, expect ? expect->u.k.params : p) != 0) | (expect && !cg_op_same_grid(op, expect));
 }
 
 int cg_seg_append(struct cg_seg *s, const struct cg_op *ops, size_t n)
