@@ -70,7 +70,8 @@
 	X(end_capture, cuStreamEndCapture, 10000, 0)                                 \
 	X(graph_add_child, cuGraphAddChildGraphNode, 10000, 0)                       \
 	X(ctx_sync, cuCtxSynchronize, 2000, 0)                                       \
-	X(graph_upload, cuGraphUpload, 11010, 0)
+	X(graph_upload, cuGraphUpload, 11010, 0)                                     \
+	X(capture_mode, cuThreadExchangeStreamCaptureMode, 10010, 0)
 
 /* The runtime the program loaded, for the two things only it knows: the
  * kernel behind a host stub, and a __device__ variable's address. Both are

@@ -7,7 +7,14 @@
  * call. Real calls made for held work (launches, eager submission, graph
  * builds and frees) are made by the thread holding the submission turn,
  * without the mutex; any thread that would change the state waits for the
- * turn first, so held work is out before anything that follows it. */
+ * turn first, so held work is out before anything that follows it.
+ *
+ * Graphs are built on a thread of cgraft's (CGRAFT_BUILD_THREAD): a new
+ * template goes into the table at once, marked building, and matches nothing
+ * till its graph is there; the program's work goes on eagerly meanwhile. The
+ * builder takes the mutex only to take work and to hand a graph over, never
+ * the turn; what a build under way may use (a stream, an event, a kernel's
+ * module, a context) is let go only after it (cg_build_pause). */
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -86,7 +93,20 @@ static struct {
 		uint64_t key;        /* its halves' cg_period_key */
 		struct cg_tmpl *anchor;
 		struct cg_seg seg;   /* the stretch as it ran, but for the run after it */
+		/* Its graph is built off the program's thread and it has not
+		 * replayed yet: eager ops in its order go on with the stretch
+		 * (cg_early_shadow), at phase of its p ops. */
+		int waiting;
+		size_t p, phase;
+		uint64_t shape[CG_PERIOD_MIN_RUN / 2];
 	} early;
+	/* The builder: templates queued (oldest first), the one under way. */
+	struct {
+		struct cg_tmpl *head, *tail, *current;
+		int thread;          /* 0 not started, 1 running, -1 could not start */
+		int hold;            /* > 0: it starts no build (cg_build_pause) */
+		struct cg_cond cv;   /* it waits for work here, others for current */
+	} build;
 	uint64_t quiet, passive_until;
 	int passive_rounds;
 	struct cg_tmpl *graveyard;   /* to be freed by the next turn */
@@ -167,6 +187,26 @@ struct cg_wait {
 	uint64_t epoch;
 };
 
+/* A template being built is taken out: one queued leaves the queue (and
+ * is freed as any other), one under way is the builder's to free. Returns
+ * whether it is the builder's. */
+static int cg_build_forget(struct cg_tmpl *t)
+{
+	if (t == E.build.current) {
+		t->buried = 1;
+		return 1;
+	}
+	for (struct cg_tmpl **pp = &E.build.head, *prev = NULL; *pp; prev = *pp, pp = &(*pp)->bnext)
+		if (*pp == t) {
+			*pp = t->bnext;
+			if (E.build.tail == t)
+				E.build.tail = prev;
+			break;
+		}
+	t->building = 0;
+	return 0;
+}
+
 /* Frees the graphs of templates taken out of the table (one a host still
  * waits on is kept till cg_wait_readback lets it go; all wait while the
  * program captures, whose capture may forbid other calls). */
@@ -186,6 +226,8 @@ static void cg_bury(struct cg_tmpl *list)
 	while (E.graveyard) {
 		struct cg_tmpl *t = E.graveyard;
 		E.graveyard = t->next;
+		if (t->building && cg_build_forget(t))
+			continue;
 		t->next = t->pins ? E.pinned : g;
 		*(t->pins ? &E.pinned : &g) = t;
 	}
@@ -372,22 +414,9 @@ static int cg_chain_new(const struct cg_op *ops, size_t n, size_t first, uint64_
 	return k;
 }
 
-/* Builds the graphs of new templates without the mutex and adds the ones
- * that built to the table. */
-static void cg_build(struct cg_tmpl **ts, int n)
+/* Adds built (or queued) templates to the table. */
+static void cg_table_add_all(struct cg_tmpl **ts, int n)
 {
-	uint64_t t0 = cg_now_ns();
-	cg_unlock_for_calls();
-	for (int i = 0; i < n; i++)
-		if (cg_graph_build(ts[i]) != 0) {
-			cg_learn_failed(ts[i]->ops, ts[i]->n);
-			/* A chain without this piece ends before it. */
-			if (i > 0 && ts[i - 1] && ts[i - 1]->next_piece == ts[i])
-				ts[i - 1]->next_piece = NULL;
-			cg_tmpl_free(ts[i]);
-			ts[i] = NULL;
-		}
-	cg_relock_after_calls();
 	struct cg_tmpl *gone = NULL;
 	for (int i = 0; i < n; i++) {
 		if (!ts[i])
@@ -400,8 +429,177 @@ static void cg_build(struct cg_tmpl **ts, int n)
 			out = nx;
 		}
 	}
-	cg_stat_add(record_ns, cg_now_ns() - t0);
 	cg_bury(gone);
+}
+
+/* ---- the builder ----------------------------------------------------------------- */
+static void *cg_builder_main(void *arg)
+{
+	(void)arg;
+	/* A capture the program runs in global mode would forbid this
+	 * thread's calls (and none runs while cgraft sees one: cg_capture_begin). */
+	CUstreamCaptureMode relaxed = CU_STREAM_CAPTURE_MODE_RELAXED;
+	CG_BK(capture_mode, &relaxed);
+	cg_lock_take(&E.mu);
+	for (;;) {
+		struct cg_tmpl *t = E.build.head;
+		if (!t || E.build.hold || atomic_load(&cg_capturing) || atomic_load(&cg_dead)) {
+			cg_cond_wait(&E.build.cv, &E.mu, 0);
+			continue;
+		}
+		E.build.head = t->bnext;
+		if (!E.build.head)
+			E.build.tail = NULL;
+		t->building = 2;
+		E.build.current = t;
+		cg_lock_give(&E.mu);
+		/* Uploaded on a stream of its own, not the program's (which may
+		 * be capturing, or busy), and there before it is handed over. */
+		struct cg_graph *g = NULL;
+		CUstream up = NULL;
+		int rc = CG_BK(ctx_set_current, t->ops[0].ctx) == CUDA_SUCCESS ? 0 : -EIO;
+		if (!rc && CG_BK(stream_create, &up, CU_STREAM_NON_BLOCKING) != CUDA_SUCCESS)
+			up = NULL;
+		if (!rc)
+			rc = cg_graph_build(t, &g, &up);
+		if (up) {
+			CG_BK(stream_sync, up);
+			CG_BK(stream_destroy, up);
+		}
+		cg_lock_take(&E.mu);
+		E.build.current = NULL;
+		t->building = 0;
+		cg_cond_broadcast(&E.build.cv);
+		if (t->buried) {
+			cg_lock_give(&E.mu);
+			cg_graph_destroy(g);
+			cg_tmpl_free(t);
+			cg_lock_take(&E.mu);
+		} else if (rc) {
+			/* Gone, as a failed build on the program's thread. */
+			cg_learn_failed(t->ops, t->n);
+			if (E.early.on && E.early.id == t->id)
+				E.early.waiting = 0;
+			if (E.expect == t)
+				E.expect = NULL;
+			cg_table_remove(t);
+			t->next = E.graveyard;
+			E.graveyard = t;
+		} else {
+			t->g = g;
+		}
+	}
+	return NULL;
+}
+
+/* Whether the builder runs (started now where it was not). */
+static int cg_builder_start(void)
+{
+	if (E.build.thread)
+		return E.build.thread > 0;
+	pthread_t th;
+	pthread_attr_t a;
+	pthread_attr_init(&a);
+	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&th, &a, cg_builder_main, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	pthread_attr_destroy(&a);
+	E.build.thread = rc ? -1 : 1;
+	if (rc)
+		cg_log_capped(CG_LOG_WARN, CG_FAULT_CGRAFT, "cannot start the builder: graphs are built on the program's thread");
+	return !rc;
+}
+
+/* A build's cost in nodes, a KiB of kernel parameters counting as one (an
+ * H200 builds one in about 2 us, a kernel node with 32 KB of parameters in
+ * about 45). */
+static size_t cg_tmpl_build_weight(const struct cg_tmpl *t)
+{
+	size_t w = t->n;
+	for (size_t i = 0; i < t->n; i++)
+		if (t->ops[i].kind == CG_OP_KERNEL)
+			w += t->ops[i].nbytes / 1024;
+	return w;
+}
+
+/* Queues new templates for the builder, where they weigh at least
+ * CGRAFT_BUILD_THREAD, and adds them to the table, where they match nothing
+ * till built; 0 where they are to be built here (cheap builds, and NCCL
+ * calls, which are captured in turn on the program's thread). */
+static int cg_build_queue(struct cg_tmpl **ts, int n)
+{
+	if (!cg_opt.build_thread || atomic_load(&cg_capturing))
+		return 0;
+	size_t weight = 0;
+	for (int i = 0; i < n; i++) {
+		if (ts[i]->nccl)
+			return 0;
+		weight += cg_tmpl_build_weight(ts[i]);
+	}
+	if (weight < (size_t)cg_opt.build_thread)
+		return 0;
+	if (!cg_builder_start())
+		return 0;
+	for (int i = 0; i < n; i++) {
+		ts[i]->building = 1;
+		ts[i]->bnext = NULL;
+		*(E.build.tail ? &E.build.tail->bnext : &E.build.head) = ts[i];
+		E.build.tail = ts[i];
+	}
+	cg_cond_broadcast(&E.build.cv);
+	cg_table_add_all(ts, n);
+	return 1;
+}
+
+/* What a build under way may use goes: it ends first, and none starts till
+ * cg_build_go(). The caller has waited for the turn; the builder needs
+ * neither it nor anything the wait holds. */
+static void cg_build_pause(void)
+{
+	E.build.hold++;
+	if (!E.build.current)
+		return;
+	cg_unlock_for_calls();
+	cg_lock_take(&E.mu);
+	while (E.build.current)
+		cg_cond_wait(&E.build.cv, &E.mu, 0);
+	cg_lock_give(&E.mu);
+	cg_relock_after_calls();
+}
+
+static void cg_build_go(void)
+{
+	if (--E.build.hold == 0 && E.build.head)
+		cg_cond_broadcast(&E.build.cv);
+}
+
+/* Builds the graphs of new templates, on the builder or here without the
+ * mutex, and adds the ones that built to the table. */
+static void cg_build(struct cg_tmpl **ts, int n)
+{
+	if (cg_build_queue(ts, n))
+		return;
+	uint64_t t0 = cg_now_ns();
+	cg_unlock_for_calls();
+	for (int i = 0; i < n; i++) {
+		struct cg_graph *g;
+		if (cg_graph_build(ts[i], &g, NULL) == 0) {
+			ts[i]->g = g;
+			continue;
+		}
+		cg_learn_failed(ts[i]->ops, ts[i]->n);
+		/* A chain without this piece ends before it. */
+		if (i > 0 && ts[i - 1] && ts[i - 1]->next_piece == ts[i])
+			ts[i - 1]->next_piece = NULL;
+		cg_tmpl_free(ts[i]);
+		ts[i] = NULL;
+	}
+	cg_relock_after_calls();
+	cg_stat_add(record_ns, cg_now_ns() - t0);
+	cg_table_add_all(ts, n);
 }
 
 /* No template grew from the last runs: stop recording for a while, then
@@ -504,6 +702,7 @@ static void cg_early_clear(void)
 	E.early.on = 0;
 	E.early.ended = 0;
 	E.early.passed = 0;
+	E.early.waiting = 0;
 	cg_seg_clear(&E.early.seg);
 }
 
@@ -518,7 +717,8 @@ static void cg_early_end(void)
 		return;
 	E.early.ended = 1;
 	cg_debug("a period cut early ended after %zu ops: its template goes", E.early.ran);
-	cg_period_note_short(&E.period, E.early.key);
+	if (E.early.ran < CG_PERIOD_MIN_RUN) /* not where its graph came too late */
+		cg_period_note_short(&E.period, E.early.key);
 	cg_period_reset(&E.period);
 	E.period.known = 0;
 	int ok = 1;
@@ -552,6 +752,7 @@ static void cg_early_launched(const struct cg_tmpl *t)
 		cg_early_end();
 		return;
 	}
+	E.early.waiting = 0;
 	E.early.ran += t->n;
 	if (E.early.ran >= CG_PERIOD_MIN_RUN) {
 		E.early.passed = 1; /* cg_early_pass, once the launch is done */
@@ -562,6 +763,28 @@ static void cg_early_launched(const struct cg_tmpl *t)
 		cg_seg_push(&E.early.seg, &E.run.ops[i], 0, NULL, NULL);
 	for (size_t i = 0; i < t->n; i++)
 		cg_seg_push(&E.early.seg, &t->ops[i], 0, NULL, NULL);
+}
+
+/* An eager op while the template on probation waits for its graph: where
+ * it is the template's next op in shape, with nothing else eager since the
+ * cut, the stretch goes on (the op kept in the stretch as it ran) and the
+ * run stays empty, so that the template may start at a run's start once
+ * built. Returns whether op went so. */
+static int cg_early_shadow(const struct cg_op *op, int ok)
+{
+	if (!ok || E.run.n || op->shape != E.early.shape[E.early.phase] || op->kind == CG_OP_HOST ||
+	    op->flags & CG_F_HOST_WAITS || cg_seg_push(&E.early.seg, op, 0, NULL, NULL))
+		return 0;
+	const struct cg_op *r = &E.early.seg.ops[E.early.seg.n - 1];
+	if (cg_hostmem_hit(r)) {
+		E.early.seg.n--;
+		return 0;
+	}
+	if (r->kind == CG_OP_RECORD)
+		cg_evset_add(E.run_evset, &E.run_nev, r->u.ev.event);
+	E.early.ran++;
+	E.early.phase = (E.early.phase + 1) % E.early.p;
+	return 1;
 }
 
 /* The stretch ran long enough: a group of t's ops, t repeated, is built,
@@ -609,6 +832,7 @@ static int cg_period_early(size_t p, size_t origin)
 	cg_build(ts, 1);
 	if (!ts[0])
 		return 0;
+	int waiting = ts[0]->building;
 	cg_early_clear();
 	int ok = 1;
 	for (size_t i = 0; i < E.run.n && ok; i++)
@@ -621,6 +845,11 @@ static int cg_period_early(size_t p, size_t origin)
 		E.early.group = cg_period_group(p, (size_t)cg_opt.max_segment_ops);
 		E.early.key = cg_period_key(half, p);
 		E.early.anchor = E.anchor;
+		E.early.waiting = waiting;
+		E.early.p = p;
+		E.early.phase = 0;
+		for (size_t i = 0; i < p; i++)
+			E.early.shape[i] = half[i].shape;
 	}
 	E.segno++;
 	cg_stat_add(segments, 1);
@@ -1227,6 +1456,10 @@ void cg_engine_op_done(struct cg_op *op, int ok)
 	if (!op->shape)
 		op->shape = cg_op_shape_hash(op);
 	if (cg_unlikely(E.early.on)) {
+		if (E.early.waiting && cg_early_shadow(op, ok)) {
+			cg_lock_give(&E.mu);
+			return;
+		}
 		cg_early_end();
 		cg_early_bury();
 	}
@@ -1272,11 +1505,13 @@ void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why)
  * stands in again. */
 static void cg_forget_reset_locked(void)
 {
+	cg_build_pause();
 	cg_kinfo_forget_all();
 	cg_op_nccl_forget();
 	cg_learn_forget();
 	cg_bury(cg_table_take_naming(NULL, NULL, 1));
 	cg_early_clear();
+	cg_build_go();
 }
 
 static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why)
@@ -1336,7 +1571,9 @@ void cg_engine_forget_handle(int entry, CUstream s, CUevent e)
 	cg_engine_boundary(entry, CG_K_SYNC, CG_WHY_UNSUPPORTED_API);
 	cg_lock_take(&E.mu);
 	cg_wait_turn();
+	cg_build_pause();
 	cg_bury(cg_table_take_naming(s, e, 0));
+	cg_build_go();
 	cg_lock_give(&E.mu);
 }
 
@@ -1479,6 +1716,9 @@ void cg_capture_begin(int entry)
 		cg_boundary_locked(entry, CG_K_BND, CG_WHY_CAPTURE);
 	if (atomic_fetch_add(&cg_capturing, 1) == 0)
 		cg_stand_aside_changed();
+	/* No build runs while it does (the builder looks at cg_capturing). */
+	cg_build_pause();
+	cg_build_go();
 	cg_lock_give(&E.mu);
 }
 
@@ -1489,6 +1729,7 @@ void cg_capture_end(void)
 	if (atomic_load(&cg_capturing) > 0 && atomic_fetch_sub(&cg_capturing, 1) == 1) {
 		cg_stand_aside_changed();
 		cg_bury(NULL); /* graphs forgotten while it ran */
+		cg_cond_broadcast(&E.build.cv);
 	}
 	cg_lock_give(&E.mu);
 }
@@ -1548,9 +1789,11 @@ void cg_engine_exit(void)
 	if (E.mode == CG_DEFER)
 		cg_resolve(0, 0);
 	/* What libraries tear down after this (modules unregistered, libraries
-	 * unloaded) passes through: nothing is held or learnt any more. */
+	 * unloaded) passes through: nothing is held or learnt any more, and
+	 * no build is under way. */
 	atomic_store(&cg_dead, 1);
 	cg_stand_aside_changed();
+	cg_build_pause();
 	cg_lock_give(&E.mu);
 }
 
@@ -1563,6 +1806,9 @@ void cg_engine_forked_child(void)
 	atomic_store(&E.timer_cv.waiters, 0);
 	E.submitting = 0;
 	E.timer = 0;
+	atomic_store(&E.build.cv.waiters, 0);
+	E.build.thread = 0;
+	E.build.head = E.build.tail = E.build.current = NULL;
 	E.mode = CG_RECORD;
 	E.held.n = 0;
 	E.run.n = 0;

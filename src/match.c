@@ -184,7 +184,7 @@ struct cg_tmpl *cg_table_find(const struct cg_op *ops, size_t n)
 
 static int cg_usable(struct cg_tmpl *t, uint64_t segno)
 {
-	if (t->state == CG_T_DEAD)
+	if (t->state == CG_T_DEAD || t->building)
 		return 0;
 	if (t->state == CG_T_BACKOFF) {
 		if (segno < t->backoff_until)

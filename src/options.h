@@ -21,6 +21,7 @@ struct cg_options {
 	long max_variants;
 	long max_hold_us;
 	int backoff_slow;
+	long build_thread;
 	int driver_ops;
 	int nccl;
 	int profile;

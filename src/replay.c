@@ -380,7 +380,7 @@ static int cg_update_all(struct cg_graph *g, const struct cg_tmpl *t, struct cg_
 /* A variant made for other values starts from the recording's and is
  * brought to vals node by node. */
 static int cg_instantiate(struct cg_graph *g, const struct cg_tmpl *t, struct cg_variant *v,
-			  const struct cg_vals *vals)
+			  const struct cg_vals *vals, const CUstream *upload)
 {
 	uint64_t t0 = cg_now_ns();
 	/* What an exec holds on the device is not told: the free memory it
@@ -402,7 +402,9 @@ static int cg_instantiate(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 	v->stage = 0;
 	v->next = -1;
 	/* The exec goes to the device now, not at its first launch. */
-	CG_BK(graph_upload, v->exec, g->dag.streams[0]);
+	CUstream up = upload ? *upload : g->dag.streams[0];
+	if (!upload || up)
+		CG_BK(graph_upload, v->exec, up);
 	if (cg_vals_alloc(v, t) || (vals && cg_update_all(g, t, v, vals))) {
 		CG_BK(exec_destroy, v->exec);
 		cg_stat_add(held_bytes_device, -(unsigned long long)v->dev_bytes);
@@ -413,12 +415,12 @@ static int cg_instantiate(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 	return 0;
 }
 
-int cg_graph_build(struct cg_tmpl *t)
+int cg_graph_build(const struct cg_tmpl *t, struct cg_graph **out, const CUstream *upload)
 {
 	struct cg_graph *g = calloc(1, sizeof *g);
+	*out = NULL;
 	if (!g)
 		return -ENOMEM;
-	t->g = g;
 	size_t n = t->n;
 	g->node = calloc(n, sizeof *g->node);
 	g->stage_off = calloc(n, sizeof *g->stage_off);
@@ -436,16 +438,16 @@ int cg_graph_build(struct cg_tmpl *t)
 		goto fail;
 	}
 	if (cg_make_staging(g, t) || cg_add_nodes(g, t) || cg_make_events(g, t) ||
-	    cg_instantiate(g, t, &g->var[0], NULL))
+	    cg_instantiate(g, t, &g->var[0], NULL, upload))
 		goto fail;
 	g->nvar = 1;
 	cg_stat_add(graphs_built, 1);
 	cg_debug("built a graph of %zu ops over %d streams", n, g->dag.nstreams);
+	*out = g;
 	return 0;
 fail:
 	cg_count_fallback(CG_WHY_BUILD_FAILED);
 	cg_graph_destroy(g);
-	t->g = NULL;
 	return -EIO;
 }
 
@@ -614,7 +616,7 @@ static struct cg_variant *cg_pick_variant(struct cg_graph *g, const struct cg_tm
 	long maxv = cg_opt.max_variants < CG_MAX_VARIANTS ? cg_opt.max_variants : CG_MAX_VARIANTS;
 	if (cg_recurring(g, key) && g->nvar < maxv && cg_distance(g, t->n, best, 1)) {
 		struct cg_variant *v = &g->var[g->nvar];
-		if (cg_instantiate(g, t, v, &vals) == 0) {
+		if (cg_instantiate(g, t, v, &vals, NULL) == 0) {
 			g->nvar++;
 			cg_stat_add(variants, 1);
 			return v;

@@ -9,8 +9,10 @@
 
 #include "tmpl.h"
 
-/* Builds and instantiates t's graph; 0 or a negative errno. */
-int cg_graph_build(struct cg_tmpl *t) CG_HIDDEN;
+/* Builds and instantiates t's graph into *out; 0 or a negative errno. The
+ * exec is uploaded on *upload (none where it is NULL), or with upload NULL
+ * on the graph's first stream. */
+int cg_graph_build(const struct cg_tmpl *t, struct cg_graph **out, const CUstream *upload) CG_HIDDEN;
 /* Destroys a template's graph and everything it owns. */
 void cg_graph_destroy(struct cg_graph *g) CG_HIDDEN;
 /* Forgets a graph without destroying it: after a reset its handles are gone. */

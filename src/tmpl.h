@@ -37,6 +37,11 @@ struct cg_tmpl {
 	int tail;
 	int in_table;
 	int pins;                        /* hosts waiting on its read-back (engine.c) */
+	/* Its graph is being built off the program's thread (engine.c): it
+	 * matches nothing till then. 1 queued, 2 under way. */
+	int building;
+	int buried;                      /* taken out while under way: the builder frees it */
+	struct cg_tmpl *bnext;           /* the builder's queue */
 	uint64_t id;                     /* unique: templates freed and made again differ */
 	/* How many first ops it shares in shape with the template of shared_id,
 	 * the last one cg_tmpl_shared() was asked about. */

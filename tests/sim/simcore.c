@@ -2749,11 +2749,15 @@ static struct CUgraphExec_st *exec_find_locked(CUgraphExec e)
     return NULL;
 }
 
+/* SIM_INSTANTIATE_US: an instantiation takes that long (a large graph's
+ * build: the window in which the program's calls go on). */
 SIM_API CUresult simc_graph_instantiate(CUgraphExec *out, CUgraph g)
 {
+    static atomic_uint delay = UINT_MAX;
     CUresult r;
     if (!out || !graph_ok(g))
         return CUDA_ERROR_INVALID_VALUE;
+    delay_by(&delay, "SIM_INSTANTIATE_US");
     lock();
     struct CUctx_st *c = cur_locked(&r);
     if (!c) {
