@@ -16,6 +16,10 @@ struct cg_arena_blk {
 };
 struct cg_arena {
 	struct cg_arena_blk *head;
+	/* Blocks a reset let go of, kept for the next segment (up to
+	 * CG_ARENA_SPARE bytes): their pages stay faulted in. */
+	struct cg_arena_blk *spare;
+	size_t spare_bytes;
 };
 /* Pointers into an arena stay valid until it is reset. */
 void *cg_arena_grow(struct cg_arena *a, size_t n) CG_HIDDEN;
