@@ -797,11 +797,12 @@ static void cg_early_pass(struct cg_tmpl *t)
 	cg_early_clear();
 	if (group <= p || !cg_in_window())
 		return;
+	/* t's ops repeated, their values t's (copied once, by the template). */
 	struct cg_seg grp = { 0 };
-	int ok = 1;
+	int ok = cg_seg_reserve(&grp, group) == 0;
 	for (size_t r = 0; r < group && ok; r += p)
-		for (size_t i = 0; i < p && ok; i++)
-			ok = cg_seg_push(&grp, &t->ops[i], 0, NULL, NULL) == 0;
+		for (size_t i = 0; i < p; i++)
+			grp.ops[grp.n++] = t->ops[i];
 	if (ok && !cg_table_find(grp.ops, grp.n)) {
 		struct cg_build b = { 0, grp.n, 0 };
 		struct cg_tmpl *ts[1];
