@@ -492,11 +492,10 @@ static void *cg_builder_main(void *arg)
 	return NULL;
 }
 
-/* Whether the builder runs (started now where it was not). */
-static int cg_builder_start(void)
+/* Starts a detached thread of cgraft's, never taken for the program's own
+ * (every signal blocked); 0 or an errno. */
+static int cg_thread_start(void *(*fn)(void *))
 {
-	if (E.build.thread)
-		return E.build.thread > 0;
 	pthread_t th;
 	pthread_attr_t a;
 	pthread_attr_init(&a);
@@ -504,9 +503,18 @@ static int cg_builder_start(void)
 	sigset_t all, old;
 	sigfillset(&all);
 	pthread_sigmask(SIG_SETMASK, &all, &old);
-	int rc = pthread_create(&th, &a, cg_builder_main, NULL);
+	int rc = pthread_create(&th, &a, fn, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	pthread_attr_destroy(&a);
+	return rc;
+}
+
+/* Whether the builder runs (started now where it was not). */
+static int cg_builder_start(void)
+{
+	if (E.build.thread)
+		return E.build.thread > 0;
+	int rc = cg_thread_start(cg_builder_main);
 	E.build.thread = rc ? -1 : 1;
 	if (rc)
 		cg_log_capped(CG_LOG_WARN, CG_FAULT_CGRAFT, "cannot start the builder: graphs are built on the program's thread");
@@ -1684,18 +1692,7 @@ static void cg_timer_wake(void)
 	if (cg_likely(E.timer == 2))
 		return;
 	if (E.timer == 0) {
-		pthread_t th;
-		pthread_attr_t a;
-		pthread_attr_init(&a);
-		pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-		/* The timer must never be taken for the program's thread. */
-		sigset_t all, old;
-		sigfillset(&all);
-		pthread_sigmask(SIG_SETMASK, &all, &old);
-		int rc = pthread_create(&th, &a, cg_timer_main, NULL);
-		pthread_sigmask(SIG_SETMASK, &old, NULL);
-		pthread_attr_destroy(&a);
-		if (rc) {
+		if (cg_thread_start(cg_timer_main)) {
 			cg_log_capped(CG_LOG_WARN, CG_FAULT_CGRAFT, "cannot start the hold timer: nothing is held");
 			return;
 		}
