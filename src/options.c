@@ -25,7 +25,7 @@ struct cg_options cg_opt = {
 	.max_variants = 4,
 	.max_hold_us = 1000,
 	.backoff_slow = 1,
-	.build_thread = 256,
+	.build_thread = 1024,
 	.driver_ops = 1,
 };
 
@@ -70,7 +70,7 @@ static const struct cg_opt_desc cg_opt_table[] = {
 	{ "CGRAFT_BACKOFF_SLOW", CG_OPT_BOOL, &cg_opt.backoff_slow, 0, "1",
 	  "send a stretch back to eager when its replay saves no host time, and stand aside where replay does not "
 	  "make the program faster" },
-	{ "CGRAFT_BUILD_THREAD", CG_OPT_COUNT, &cg_opt.build_thread, 0, "256",
+	{ "CGRAFT_BUILD_THREAD", CG_OPT_COUNT, &cg_opt.build_thread, 0, "1024",
 	  "graphs of at least this many nodes (a KiB of kernel parameters counting as one) are built on a thread "
 	  "of cgraft's while the program's work goes on eagerly; smaller ones, or all with 0, on the program's "
 	  "thread, which waits for the build" },
