@@ -492,9 +492,7 @@ static void *cg_builder_main(void *arg)
 	return NULL;
 }
 
-/* Starts a detached thread of cgraft's, never taken for the program's own
- * (every signal blocked); 0 or an errno. */
-static int cg_thread_start(void *(*fn)(void *))
+int cg_thread_start(void *(*fn)(void *))
 {
 	pthread_t th;
 	pthread_attr_t a;

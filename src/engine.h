@@ -60,6 +60,10 @@ int cg_engine_governable(void) CG_HIDDEN;
 void cg_engine_govern(int aside) CG_HIDDEN;
 /* At exit: what is held goes out. */
 void cg_engine_exit(void) CG_HIDDEN;
+/* Starts a detached thread of cgraft's (the hold timer, the builder, the
+ * governor), never taken for the program's own: every signal is blocked in
+ * it. 0 or an errno. */
+int cg_thread_start(void *(*fn)(void *)) CG_HIDDEN;
 /* A forked child: pass-through for good, nothing inherited is submitted. */
 void cg_engine_forked_child(void) CG_HIDDEN;
 

@@ -4,7 +4,6 @@
  * faster it stands aside, for longer each time it finds so. */
 #include <errno.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -163,18 +162,8 @@ static void *cg_gov_main(void *arg)
 static void cg_gov_spawn(void)
 {
 	cg_gov_init(&cg_gov);
-	pthread_attr_t a;
-	pthread_t th;
-	pthread_attr_init(&a);
-	pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-	/* The governor must never be taken for the program's thread. */
-	sigset_t all, old;
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	if (pthread_create(&th, &a, cg_gov_main, NULL))
+	if (cg_thread_start(cg_gov_main))
 		cg_log(CG_LOG_WARN, CG_FAULT_NONE, "no governor thread: replay is not checked against eager");
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	pthread_attr_destroy(&a);
 }
 
 void cg_govern_start(void)
