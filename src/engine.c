@@ -1797,7 +1797,8 @@ void cg_engine_exit(void)
 }
 
 /* The child of fork() inherits the parent's held work, its lock in whatever
- * state, and no timer: it passes everything through and submits nothing. */
+ * state, and no timer or builder: it passes everything through and submits
+ * nothing. */
 void cg_engine_forked_child(void)
 {
 	atomic_store(&E.mu.state, 0);
