@@ -450,7 +450,6 @@ static void *cg_builder_main(void *arg)
 		E.build.head = t->bnext;
 		if (!E.build.head)
 			E.build.tail = NULL;
-		t->building = 2;
 		E.build.current = t;
 		cg_lock_give(&E.mu);
 		/* Uploaded on a stream of its own, not the program's (which may

@@ -5,21 +5,22 @@
 
 #include "segment.h"
 
-/* Blocks kept across resets, per arena: a loop of kernels with 32 KB of
- * parameters spent more time faulting fresh pages in for its segments'
- * copies than in its calls. */
+/* Blocks of the usual size kept across resets, per arena: a loop of kernels
+ * with 32 KB of parameters spent more time faulting fresh pages in for its
+ * segments' copies than in its calls. */
+#define CG_ARENA_BLK 65536
 #define CG_ARENA_SPARE (16u << 20)
 
 /* A block for an allocation of n (rounded) bytes that does not fit: a spare
- * one where it is large enough, else a new one. */
+ * one where n fits one of the usual size, else a new one. */
 void *cg_arena_grow(struct cg_arena *a, size_t n)
 {
 	struct cg_arena_blk *b = a->spare;
-	if (b && b->cap >= n) {
+	if (b && n <= CG_ARENA_BLK) {
 		a->spare = b->next;
 		a->spare_bytes -= b->cap;
 	} else {
-		size_t cap = n > 65536 ? n : 65536;
+		size_t cap = n > CG_ARENA_BLK ? n : CG_ARENA_BLK;
 		b = malloc(sizeof *b + cap);
 		if (!b)
 			return NULL;
@@ -31,7 +32,8 @@ void *cg_arena_grow(struct cg_arena *a, size_t n)
 	return b->data;
 }
 
-/* Keeps the newest block for reuse, and the others as spares while they fit. */
+/* Keeps the newest block for reuse, and the others of the usual size as
+ * spares while they fit. */
 void cg_arena_reset(struct cg_arena *a)
 {
 	struct cg_arena_blk *b = a->head;
@@ -42,10 +44,10 @@ void cg_arena_reset(struct cg_arena *a)
 	b->used = 0;
 	while (rest) {
 		struct cg_arena_blk *n = rest->next;
-		if (a->spare_bytes + rest->cap <= CG_ARENA_SPARE && (!a->spare || rest->cap <= a->spare->cap)) {
+		if (rest->cap == CG_ARENA_BLK && a->spare_bytes + CG_ARENA_BLK <= CG_ARENA_SPARE) {
 			rest->next = a->spare;
 			a->spare = rest;
-			a->spare_bytes += rest->cap;
+			a->spare_bytes += CG_ARENA_BLK;
 		} else {
 			free(rest);
 		}

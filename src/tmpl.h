@@ -38,7 +38,7 @@ struct cg_tmpl {
 	int in_table;
 	int pins;                        /* hosts waiting on its read-back (engine.c) */
 	/* Its graph is being built off the program's thread (engine.c): it
-	 * matches nothing till then. 1 queued, 2 under way. */
+	 * matches nothing till then. */
 	int building;
 	int buried;                      /* taken out while under way: the builder frees it */
 	struct cg_tmpl *bnext;           /* the builder's queue */
