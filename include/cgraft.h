@@ -27,6 +27,10 @@ int cgraft_set_enabled(int on);
  * straight on), 0 turns it off. Returns the host time spent inside those
  * calls while timing was on, in nanoseconds, since the process started:
  * with cgraft switched off (above), what an interposer could save at most.
+ * on = 2 times the same calls whole, as cgraft handles them: its own work,
+ * the graphs it launches and the calls it lets through (not the host's
+ * waits in synchronisations); the sum is returned with the rest, and the
+ * split is in CGRAFT_STATS (host_cost_ns) and the report.
  * Costs two clock reads a call while on, nothing while off. */
 unsigned long long cgraft_call_time_ns(int on);
 

@@ -152,7 +152,7 @@ EOF
             rc=1
         elif cmp -s "$OUT/torch/$m.bare.txt" "$OUT/torch/$m.cgraft.txt" &&
              cmp -s "$OUT/torch/$m.bare.txt" "$OUT/torch/$m.ab.txt"; then
-            echo "PASS $m: 60 losses identical, also with cgraft switched off and on; $share; $(grep -ho 'ab_ratio=[^ ]*\|ab_saved_share=[^ ]*' "$OUT/torch/$m.ab.err" | tr '\n' ' ')"
+            echo "PASS $m: 60 losses identical, also with cgraft switched off and on; $share; $(grep -ho 'ab_ratio=[^ ]*\|ab_saved_share=[^ ]*\|ab_calls_saved_share=[^ ]*' "$OUT/torch/$m.ab.err" | tr '\n' ' ')"
         else
             echo "FAIL $m: losses differ (cgraft $(diff "$OUT/torch/$m.bare.txt" "$OUT/torch/$m.cgraft.txt" | grep -c '^<'), switched $(diff "$OUT/torch/$m.bare.txt" "$OUT/torch/$m.ab.txt" | grep -c '^<') of 60); $share"
             rc=1

@@ -13,7 +13,9 @@ and on, in the order off, on, on, off, ...; prints "TIME ab_eager_us=...
 ab_cgraft_us=... ab_ratio=..." with the range of the ratios of neighbouring
 blocks, and ab_tcalls_us, the host time the eager CUDA calls themselves take
 per step (cgraft_call_time_ns() over two more eager blocks), with
-ab_saved_share = (eager - cgraft) / tcalls. The host's speed drifts between processes more than launches cost, and
+ab_saved_share = (eager - cgraft) / tcalls, and ab_tcgraft_us, the same calls
+under cgraft timed whole (cgraft_call_time_ns(2), two more blocks), with
+ab_calls_saved_share = 1 - tcgraft / tcalls. The host's speed drifts between processes more than launches cost, and
 a comparison within one process cancels most of that.
 """
 import argparse
@@ -193,7 +195,7 @@ def main():
         per_step = []
         by_mode = {0: [], 1: []}
         torch.cuda.synchronize()
-        reserve = 2 * a.block if set_enabled else 0  # for the calls' own time, below
+        reserve = 4 * a.block if set_enabled else 0  # for the calls' own time, below
         while step + a.block <= a.steps - reserve:
             if set_enabled:
                 on = (0, 1, 1, 0)[len(per_step) % 4]
@@ -206,7 +208,7 @@ def main():
             per_step.append((time.perf_counter() - t0) * 1e6 / a.block)
             if set_enabled:
                 by_mode[on].append(per_step[-1])
-        tcalls = []
+        tcalls, tcgraft = [], []
         if set_enabled:
             # The eager calls' own host time per step, in blocks of their
             # own: timing costs two clock reads a call.
@@ -221,6 +223,17 @@ def main():
                 torch.cuda.synchronize()
                 tcalls.append((call_ns(0) - t0) / 1e3 / a.block)
             set_enabled(1)
+            # The same calls under cgraft, timed whole (its own work, graph
+            # launches and the calls it lets through).
+            for _ in range(2):
+                if step + a.block > a.steps:
+                    break
+                t0 = call_ns(2)
+                for _ in range(a.block):
+                    run_step(step)
+                    step += 1
+                torch.cuda.synchronize()
+                tcgraft.append((call_ns(0) - t0) / 1e3 / a.block)
         while step < a.steps:
             run_step(step)
             step += 1
@@ -243,7 +256,10 @@ def main():
               f"ab_pair_lo={ratios[len(ratios) // 4]:.4f} ab_pair_hi={ratios[(3 * len(ratios)) // 4]:.4f} "
               f"pairs={len(ratios)}" + (f" ab_tcalls_us={statistics.median(tcalls):.3f} "
                                         f"ab_saved_share={(statistics.median(off) - statistics.median(on)) / statistics.median(tcalls):.3f}"
-                                        if tcalls else ""), file=sys.stderr)
+                                        if tcalls else "")
+              + (f" ab_tcgraft_us={statistics.median(tcgraft):.3f} "
+                 f"ab_calls_saved_share={1 - statistics.median(tcgraft) / statistics.median(tcalls):.3f}"
+                 if tcalls and tcgraft else ""), file=sys.stderr)
     return 0
 
 

@@ -76,7 +76,8 @@ static void *cg_drv_real(void **slot, const char *name)
 		return CUDA_ERROR_NOT_SUPPORTED;                                \
 	if (cg_busy)                                                            \
 		return cg_drv.name args;                                        \
-	cg_count(CG_E_##name)
+	cg_count(CG_E_##name);                                                  \
+	CG_WHOLE_TIMED
 
 #define CG_DWRAP_OP(name, family, pt, params, args)                             \
 	CG_EXPORT CUresult name params                                          \
@@ -112,13 +113,15 @@ static void *cg_drv_real(void **slot, const char *name)
 		return rc;                                                      \
 	}
 
-/* Untimed, as the runtime's (shim.c). */
+/* The wait untimed, as the runtime's (shim.c). */
 #define CG_DWRAP_WAIT(name, family, pt, params, args)                           \
 	CG_EXPORT CUresult name params                                          \
 	{                                                                       \
 		CG_DRV_ENTER(name, args);                                       \
 		if (cg_wait_##family(CG_E_##name, pt, CG_UNPAREN args))         \
 			return CUDA_SUCCESS;                                    \
+		cg_whole_stop(&cg_whole_t0_);                                   \
+		cg_whole_t0_ = 0;                                               \
 		cg_busy++;                                                      \
 		CUresult rc_ = cg_drv.name args;                                \
 		cg_busy--;                                                      \

@@ -127,24 +127,29 @@ void *cg_tramp_enter(unsigned id)
 	 * A reset is seen even while the engine stands aside: what it takes
 	 * away is forgotten. */
 	int on = atomic_load_explicit(&cg_engine_on, memory_order_relaxed);
-	if (k != CG_K_PURE && (on || k == CG_K_RESET))
+	if (k != CG_K_PURE && (on || k == CG_K_RESET)) {
+		uint64_t t0 = cg_cost_start(); /* the real call after it is not timed */
 		cg_engine_boundary((int)id, k, CG_WHY_UNSUPPORTED_API);
+		cg_cost_stop(CG_COST_CALLS, t0);
+	}
 	return real;
 }
 
 /* ---- timing the program's calls ------------------------------------------------- */
-atomic_int cg_timing;
 atomic_ullong cg_timed_ns;
 
 uint64_t cg_time_stop(uint64_t t0)
 {
-	return atomic_fetch_add_explicit(&cg_timed_ns, cg_now_ns() - t0, memory_order_relaxed);
+	uint64_t d = cg_now_ns() - t0;
+	if (atomic_load_explicit(&cg_timing, memory_order_relaxed) == 2)
+		return atomic_fetch_add_explicit(&cg_stats.cost_ns[CG_COST_REAL], d, memory_order_relaxed);
+	return atomic_fetch_add_explicit(&cg_timed_ns, d, memory_order_relaxed);
 }
 
 CG_EXPORT unsigned long long cgraft_call_time_ns(int on)
 {
-	atomic_store(&cg_timing, on != 0);
-	return atomic_load(&cg_timed_ns);
+	atomic_store(&cg_timing, on == 2 ? 2 : on != 0);
+	return atomic_load(&cg_timed_ns) + atomic_load(&cg_stats.cost_ns[CG_COST_CALLS]);
 }
 
 /* ---- the hand-written runtime wrappers ------------------------------------------ */
@@ -163,7 +168,8 @@ CG_EXPORT unsigned long long cgraft_call_time_ns(int on)
 		return cudaErrorNotSupported;                                   \
 	if (cg_busy)                                                            \
 		return cg_real.name args;                                       \
-	cg_count(CG_E_##name)
+	cg_count(CG_E_##name);                                                  \
+	CG_WHOLE_TIMED
 
 #define CG_WRAP_OP(name, family, pt, params, args)                              \
 	CG_EXPORT cudaError_t name params                                       \
@@ -200,13 +206,16 @@ CG_EXPORT unsigned long long cgraft_call_time_ns(int on)
 	}
 
 /* The host's wait is no cost of a call: the real call is not timed
- * (cgraft_call_time_ns), as the SYNC kind's trampolines are not. */
+ * (cgraft_call_time_ns), as the SYNC kind's trampolines are not; cgraft's
+ * own work before it is. */
 #define CG_WRAP_WAIT(name, family, pt, params, args)                            \
 	CG_EXPORT cudaError_t name params                                       \
 	{                                                                       \
 		CG_RT_ENTER(name, args);                                        \
 		if (cg_wait_##family(CG_E_##name, pt, CG_UNPAREN args))         \
 			return cudaSuccess;                                     \
+		cg_whole_stop(&cg_whole_t0_);                                   \
+		cg_whole_t0_ = 0;                                               \
 		cg_busy++;                                                      \
 		cudaError_t rc_ = cg_real.name args;                            \
 		cg_busy--;                                                      \

@@ -69,9 +69,9 @@ void cg_post_rt_driver_entry_version(int entry, int pt, int rc, const char *symb
 				     unsigned int version, unsigned long long flags,
 				     enum cudaDriverEntryPointQueryResult *status) CG_HIDDEN;
 
-/* cgraft_call_time_ns(): the host time inside the real functions the
- * wrappers call, while the program has timing on. */
-extern atomic_int cg_timing CG_HIDDEN;
+/* cgraft_call_time_ns(): with timing 1, the host time inside the real
+ * functions the wrappers call; with timing 2, whole calls as cgraft handles
+ * them (cg_stats.cost_ns), the real functions' share counted apart. */
 extern atomic_ullong cg_timed_ns CG_HIDDEN;
 uint64_t cg_time_stop(uint64_t t0) CG_HIDDEN;
 #define CG_TIMED(expr)                                                          \
@@ -82,6 +82,13 @@ uint64_t cg_time_stop(uint64_t t0) CG_HIDDEN;
 			cg_time_stop(t0_);                                      \
 		r_;                                                             \
 	})
+
+/* A wrapper's whole call, timed with timing 2: from here to its return. */
+static inline void cg_whole_stop(uint64_t *t0)
+{
+	cg_cost_stop(CG_COST_CALLS, *t0);
+}
+#define CG_WHOLE_TIMED uint64_t cg_whole_t0_ __attribute__((cleanup(cg_whole_stop))) = cg_cost_start()
 
 static inline void cg_count(int entry)
 {

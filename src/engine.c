@@ -886,10 +886,11 @@ static int cg_launch(struct cg_tmpl *t, size_t at, struct cg_wait *wait)
 			       .dirty = E.expect_src == t && !at ? E.dirty : NULL,
 			       .epoch = E.epoch,
 			       .thread = &cg_self };
-	uint64_t t0 = E.timing ? cg_now_ns() : 0;
+	uint64_t t0 = E.timing ? cg_now_ns() : 0, c0 = cg_cost_start();
 	cg_unlock_for_calls();
 	int rc = cg_graph_launch(t, &l);
 	cg_relock_after_calls();
+	cg_cost_stop(CG_COST_LAUNCH, c0);
 	if (rc) {
 		cg_count_fallback(CG_WHY_LAUNCH_FAILED);
 		cg_tmpl_backoff(t, CG_WHY_LAUNCH_FAILED, E.segno);
@@ -967,9 +968,11 @@ static void cg_resolve(int foreign, int diverged)
 	if (k < n) {
 		cg_stat_add(pieces_eager, 1);
 		const void *owner = E.owner;
+		uint64_t c0 = cg_cost_start();
 		cg_unlock_for_calls();
 		cg_submit_ops(E.held.ops + k, n - k, foreign, owner);
 		cg_relock_after_calls();
+		cg_cost_stop(CG_COST_SUBMIT, c0);
 		E.epoch++;
 		/* The owner's next call claims the segment again, and its
 		 * per-thread stream waits for what went to the legacy stream. */

@@ -321,6 +321,7 @@ static int cg_update_node(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 			 what);
 	}
 	CUresult rc = CUDA_ERROR_NOT_SUPPORTED;
+	uint64_t c0 = cg_cost_start();
 	switch (op->kind) {
 	case CG_OP_KERNEL: {
 		struct cg_knode k;
@@ -358,6 +359,7 @@ static int cg_update_node(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 	default:
 		return 0;
 	}
+	cg_cost_stop(CG_COST_UPDATE, c0);
 	if (rc != CUDA_SUCCESS)
 		return -EIO;
 	v->vh[i] = cg_op_values_hash(op);

@@ -9,6 +9,7 @@
 #include "profile.h"
 
 struct cg_stats cg_stats;
+atomic_int cg_timing;
 
 const char *const cg_reason_names[CG_WHY_COUNT] = {
 	[CG_WHY_UNSUPPORTED_API] = "unsupported_api",
@@ -66,6 +67,10 @@ void cg_stats_write_json(FILE *f)
 	fprintf(f, "  \"governor\": {\"windows\": %llu, \"aside_windows\": %llu, \"probes\": %llu, "
 		   "\"probes_slower\": %llu, \"last_ratio\": %.3f},\n",
 		LD(gov_windows), LD(gov_aside), LD(gov_probes), LD(gov_slower), (double)LD(gov_ratio_milli) / 1000);
+	fprintf(f, "  \"host_cost_ns\": {\"calls\": %llu, \"real\": %llu, \"graph_launch\": %llu, "
+		   "\"node_update\": %llu, \"eager_submit\": %llu},\n",
+		LD(cost_ns[CG_COST_CALLS]), LD(cost_ns[CG_COST_REAL]), LD(cost_ns[CG_COST_LAUNCH]),
+		LD(cost_ns[CG_COST_UPDATE]), LD(cost_ns[CG_COST_SUBMIT]));
 	cg_profile_write_json(f);
 	fprintf(f, "  \"enabled\": %s,\n  \"fallbacks\": {", cg_opt.enable ? "true" : "false");
 	const char *sep = "";
@@ -133,6 +138,16 @@ void cg_stats_write_report(FILE *f)
 			   "(%llu found it slower); stood aside %llu of %llu windows of 25 ms\n",
 			(double)LD(gov_ratio_milli) / 1000, LD(gov_probes), LD(gov_slower), LD(gov_aside),
 			LD(gov_windows));
+	unsigned long long calls_ns = LD(cost_ns[CG_COST_CALLS]);
+	if (calls_ns) {
+		unsigned long long real = LD(cost_ns[CG_COST_REAL]), launch = LD(cost_ns[CG_COST_LAUNCH]),
+				   submit = LD(cost_ns[CG_COST_SUBMIT]), parts = real + launch + submit;
+		fprintf(f, "cgraft:   host time in calls the program timed whole: %.3f ms: its eager calls %.3f, graph "
+			   "launches %.3f (node updates %.3f), held work submitted eagerly %.3f, cgraft's own %.3f\n",
+			(double)calls_ns / 1e6, (double)real / 1e6, (double)launch / 1e6,
+			(double)LD(cost_ns[CG_COST_UPDATE]) / 1e6, (double)submit / 1e6,
+			(double)(calls_ns > parts ? calls_ns - parts : 0) / 1e6);
+	}
 	for (int i = 0; i < CG_WHY_COUNT; i++) {
 		unsigned long long n = LD(fallbacks[i]);
 		if (n)

@@ -31,6 +31,17 @@ enum cg_reason {
 	CG_WHY_COUNT
 };
 
+/* Where the host's time in the program's calls goes, timed while the
+ * program asks for whole calls (cgraft_call_time_ns(2)). */
+enum cg_cost {
+	CG_COST_CALLS,   /* the calls as cgraft handles them, all of it */
+	CG_COST_REAL,    /* of that, the program's own real calls (eager ones) */
+	CG_COST_LAUNCH,  /* graph launches: variant, node updates, staging, fork, join */
+	CG_COST_UPDATE,  /* of those, node updates */
+	CG_COST_SUBMIT,  /* held work submitted eagerly */
+	CG_COST_COUNT
+};
+
 struct cg_stats {
 	atomic_ullong calls[CG_E_COUNT];      /* by entry point, made by the program */
 	atomic_ullong boundaries[CG_E_COUNT]; /* of them, unmodelled calls that ended a segment */
@@ -45,6 +56,9 @@ struct cg_stats {
 	/* The governor (govern.c): windows, those standing aside, probes, those
 	 * that found replay slower, and the last probe's speed ratio x1000. */
 	atomic_ullong gov_windows, gov_aside, gov_probes, gov_slower, gov_ratio_milli;
+	/* Host time split while the program times whole calls
+	 * (cgraft_call_time_ns(2)), by enum cg_cost. */
+	atomic_ullong cost_ns[CG_COST_COUNT];
 };
 extern struct cg_stats cg_stats CG_HIDDEN;
 extern const char *const cg_reason_names[CG_WHY_COUNT] CG_HIDDEN;
@@ -53,6 +67,19 @@ extern const char *const cg_reason_names[CG_WHY_COUNT] CG_HIDDEN;
 static inline void cg_count_fallback(enum cg_reason why)
 {
 	atomic_fetch_add_explicit(&cg_stats.fallbacks[why], 1, memory_order_relaxed);
+}
+
+/* The program's timing switch (cgraft_call_time_ns): 0 off, 1 its real
+ * calls, 2 whole calls with cgraft's work (enum cg_cost). */
+extern atomic_int cg_timing CG_HIDDEN;
+static inline uint64_t cg_cost_start(void)
+{
+	return cg_unlikely(atomic_load_explicit(&cg_timing, memory_order_relaxed) == 2) ? cg_now_ns() : 0;
+}
+static inline void cg_cost_stop(enum cg_cost what, uint64_t t0)
+{
+	if (cg_unlikely(t0))
+		atomic_fetch_add_explicit(&cg_stats.cost_ns[what], cg_now_ns() - t0, memory_order_relaxed);
 }
 
 void cg_stats_write_json(FILE *f) CG_HIDDEN;
