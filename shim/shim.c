@@ -138,11 +138,13 @@ void *cg_tramp_enter(unsigned id)
 /* ---- timing the program's calls ------------------------------------------------- */
 atomic_ullong cg_timed_ns;
 
-uint64_t cg_time_stop(uint64_t t0)
+uint64_t cg_time_stop(int entry, uint64_t t0)
 {
 	uint64_t d = cg_now_ns() - t0;
-	if (atomic_load_explicit(&cg_timing, memory_order_relaxed) == 2)
+	if (atomic_load_explicit(&cg_timing, memory_order_relaxed) == 2) {
+		atomic_fetch_add_explicit(&cg_stats.real_ns[entry], d, memory_order_relaxed);
 		return atomic_fetch_add_explicit(&cg_stats.cost_ns[CG_COST_REAL], d, memory_order_relaxed);
+	}
 	return atomic_fetch_add_explicit(&cg_timed_ns, d, memory_order_relaxed);
 }
 
@@ -158,7 +160,7 @@ CG_EXPORT unsigned long long cgraft_call_time_ns(int on)
 #define CG_CALL_REAL(name, args)                                                \
 	({                                                                      \
 		cg_busy++;                                                      \
-		cudaError_t rc_ = CG_TIMED(CG_REAL(name) args);                 \
+		cudaError_t rc_ = CG_TIMED(CG_E_##name, CG_REAL(name) args);                 \
 		cg_busy--;                                                      \
 		rc_;                                                            \
 	})

@@ -73,13 +73,13 @@ void cg_post_rt_driver_entry_version(int entry, int pt, int rc, const char *symb
  * functions the wrappers call; with timing 2, whole calls as cgraft handles
  * them (cg_stats.cost_ns), the real functions' share counted apart. */
 extern atomic_ullong cg_timed_ns CG_HIDDEN;
-uint64_t cg_time_stop(uint64_t t0) CG_HIDDEN;
-#define CG_TIMED(expr)                                                          \
+uint64_t cg_time_stop(int entry, uint64_t t0) CG_HIDDEN;
+#define CG_TIMED(entry, expr)                                                   \
 	({                                                                      \
 		uint64_t t0_ = cg_unlikely(atomic_load_explicit(&cg_timing, memory_order_relaxed)) ? cg_now_ns() : 0; \
 		__auto_type r_ = (expr);                                        \
 		if (cg_unlikely(t0_))                                           \
-			cg_time_stop(t0_);                                      \
+			cg_time_stop(entry, t0_);                               \
 		r_;                                                             \
 	})
 

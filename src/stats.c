@@ -71,6 +71,8 @@ void cg_stats_write_json(FILE *f)
 		   "\"node_update\": %llu, \"eager_submit\": %llu},\n",
 		LD(cost_ns[CG_COST_CALLS]), LD(cost_ns[CG_COST_REAL]), LD(cost_ns[CG_COST_LAUNCH]),
 		LD(cost_ns[CG_COST_UPDATE]), LD(cost_ns[CG_COST_SUBMIT]));
+	cg_write_entries(f, "eager_call_ns", cg_stats.real_ns, 1);
+	cg_write_entries(f, "eager_driver_call_ns", cg_stats.real_ns, 0);
 	cg_profile_write_json(f);
 	fprintf(f, "  \"enabled\": %s,\n  \"fallbacks\": {", cg_opt.enable ? "true" : "false");
 	const char *sep = "";
@@ -84,23 +86,29 @@ void cg_stats_write_json(FILE *f)
 	fprintf(f, "%s}\n}\n", *sep ? "\n  " : "");
 }
 
-/* The entry points whose calls ended the most segments unmodelled. */
-static void cg_report_boundaries(FILE *f)
+/* The five entry points with the most in v, one line each: the count, or
+ * with ms set, nanoseconds as milliseconds. */
+static void cg_report_top(FILE *f, const atomic_ullong *v, int ms)
 {
 	int top[5] = { -1, -1, -1, -1, -1 };
 	for (int i = 0; i < CG_E_COUNT; i++) {
-		unsigned long long n = LD(boundaries[i]);
+		unsigned long long n = atomic_load_explicit(&v[i], memory_order_relaxed);
 		if (!n)
 			continue;
 		for (int k = 0; k < 5; k++)
-			if (top[k] < 0 || n > LD(boundaries[top[k]])) {
+			if (top[k] < 0 || n > atomic_load_explicit(&v[top[k]], memory_order_relaxed)) {
 				memmove(top + k + 1, top + k, (size_t)(4 - k) * sizeof *top);
 				top[k] = i;
 				break;
 			}
 	}
-	for (int k = 0; k < 5 && top[k] >= 0; k++)
-		fprintf(f, "cgraft:     %s: %llu\n", cg_entries[top[k]].name, LD(boundaries[top[k]]));
+	for (int k = 0; k < 5 && top[k] >= 0; k++) {
+		unsigned long long n = atomic_load_explicit(&v[top[k]], memory_order_relaxed);
+		if (ms)
+			fprintf(f, "cgraft:     %s: %.3f ms\n", cg_entries[top[k]].name, (double)n / 1e6);
+		else
+			fprintf(f, "cgraft:     %s: %llu\n", cg_entries[top[k]].name, n);
+	}
 }
 
 /* The program's calls of stream work (launches, copies, memsets, event
@@ -147,6 +155,10 @@ void cg_stats_write_report(FILE *f)
 			(double)calls_ns / 1e6, (double)real / 1e6, (double)launch / 1e6,
 			(double)LD(cost_ns[CG_COST_UPDATE]) / 1e6, (double)submit / 1e6,
 			(double)(calls_ns > parts ? calls_ns - parts : 0) / 1e6);
+		if (real) {
+			fprintf(f, "cgraft:   of its eager calls, the longest:\n");
+			cg_report_top(f, cg_stats.real_ns, 1);
+		}
 	}
 	for (int i = 0; i < CG_WHY_COUNT; i++) {
 		unsigned long long n = LD(fallbacks[i]);
@@ -155,7 +167,7 @@ void cg_stats_write_report(FILE *f)
 	}
 	if (LD(fallbacks[CG_WHY_UNSUPPORTED_API])) {
 		fprintf(f, "cgraft:   calls cgraft does not model that ended segments most:\n");
-		cg_report_boundaries(f);
+		cg_report_top(f, cg_stats.boundaries, 0);
 	}
 	unsigned long long calls = 0;
 	for (int i = 0; i < CG_E_COUNT; i++)

@@ -59,6 +59,7 @@ struct cg_stats {
 	/* Host time split while the program times whole calls
 	 * (cgraft_call_time_ns(2)), by enum cg_cost. */
 	atomic_ullong cost_ns[CG_COST_COUNT];
+	atomic_ullong real_ns[CG_E_COUNT]; /* CG_COST_REAL by entry point */
 };
 extern struct cg_stats cg_stats CG_HIDDEN;
 extern const char *const cg_reason_names[CG_WHY_COUNT] CG_HIDDEN;
