@@ -85,6 +85,10 @@ def sdpa_context(name):
                         "flash": SDPBackend.FLASH_ATTENTION}[name])
 
 
+# Seconds of warm-up under --ab (see below).
+WARM_S = 0.6
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--model", choices=["mlp", "transformer"], required=True)
@@ -189,7 +193,12 @@ def main():
             def run_step(i):
                 losses[i].copy_(train_step(xs[i], ys[i]).detach())
 
-        while step < a.warmup:
+        # Under --ab the warm-up also lasts WARM_S: cgraft builds its graphs
+        # and its governor makes its first check of replay against eager
+        # (about 0.4 s, half of it eager) before the blocks compared.
+        t_warm = time.perf_counter()
+        while step < a.warmup or (set_enabled and time.perf_counter() - t_warm < WARM_S
+                                  and step + a.block * 6 < a.steps):
             run_step(step)
             step += 1
         per_step = []
