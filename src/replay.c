@@ -590,26 +590,9 @@ static int cg_recurring(struct cg_graph *g, uint64_t key)
 	return 0;
 }
 
-/* Whether values that far (nodes whose values recur node by node, each
- * seen in its last few, but differ from the closest variant's) make a
- * variant of their own although they do not recur as a whole: buffers
- * an allocator hands out in turn, each with a period of its own, whose
- * combination comes back too seldom. At least an eighth of the nodes (an
- * update costs about half an eager launch, and the launch after it more),
- * in a template replayed often enough to pay for the instantiation, and
- * not in a replay timed for the back-off, which an instantiation would
- * skew. */
-#define CG_FAR_MIN 8
-#define CG_FAR_REPLAYS 16
-static int cg_variant_far(const struct cg_tmpl *t, size_t far)
-{
-	return far >= CG_FAR_MIN && far * 8 >= t->n && t->replays >= CG_FAR_REPLAYS && !cg_tmpl_wants_timing(t);
-}
-
 /* The variant to launch for these values: the predicted one when nothing
- * changed, else the closest; a new one when the stable values recur, or are
- * far from every variant; the rest is updated node by node. NULL when an
- * update failed. */
+ * changed, else the closest; a new one when the stable values recur; the
+ * rest is updated node by node. NULL when an update failed. */
 static struct cg_variant *cg_pick_variant(struct cg_graph *g, const struct cg_tmpl *t, const struct cg_op *ops,
 					  const uint8_t *dirty)
 {
@@ -633,8 +616,7 @@ static struct cg_variant *cg_pick_variant(struct cg_graph *g, const struct cg_tm
 		}
 	}
 	long maxv = cg_opt.max_variants < CG_MAX_VARIANTS ? cg_opt.max_variants : CG_MAX_VARIANTS;
-	size_t far = g->nvar < maxv ? cg_distance(g, t->n, best, 1) : 0;
-	if (far && (cg_recurring(g, key) || cg_variant_far(t, far))) {
+	if (cg_recurring(g, key) && g->nvar < maxv && cg_distance(g, t->n, best, 1)) {
 		struct cg_variant *v = &g->var[g->nvar];
 		if (cg_instantiate(g, t, v, &vals, NULL) == 0) {
 			g->nvar++;
