@@ -135,7 +135,7 @@ torch_check() {
         local rab=$?
         # The comparison's figures from a longer run: its warm-up covers the
         # graphs' building and the governor's first check.
-        LD_PRELOAD=$LIB CGRAFT_ENABLE=1 CGRAFT_REPORT=1 timeout 120 "$PY" scripts/torch_train.py --model "$m" --steps 250 \
+        LD_PRELOAD=$LIB CGRAFT_ENABLE=1 CGRAFT_REPORT=1 timeout 120 "$PY" scripts/torch_train.py --model "$m" --steps 500 \
             --block 10 --ab --out "$OUT/torch/$m.abt.txt" >"$OUT/torch/$m.abt.out" 2>"$OUT/torch/$m.abt.err" || rab=$?
         local share
         share=$("$PY" - "$sd" <<'EOF'

@@ -316,9 +316,9 @@ static int cg_vals_alloc(struct cg_variant *v, const struct cg_tmpl *t)
 	return 0;
 }
 
-/* Sets node i of variant v to the values of op. */
+/* Sets node i of variant v to the values of op, whose values hash to h. */
 static int cg_update_node(struct cg_graph *g, const struct cg_tmpl *t, struct cg_variant *v, size_t i,
-			  const struct cg_op *op)
+			  const struct cg_op *op, uint64_t h)
 {
 	static atomic_int logged;
 	if (cg_log_level >= CG_LOG_DEBUG && atomic_load(&logged) < 200) {
@@ -370,7 +370,7 @@ static int cg_update_node(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 	cg_cost_stop(CG_COST_UPDATE, c0);
 	if (rc != CUDA_SUCCESS)
 		return -EIO;
-	v->vh[i] = cg_op_values_hash(op);
+	v->vh[i] = h;
 	cg_stat_add(node_updates, 1);
 	return 0;
 }
@@ -381,7 +381,7 @@ static int cg_update_all(struct cg_graph *g, const struct cg_tmpl *t, struct cg_
 {
 	for (size_t i = 0; i < t->n; i++) {
 		const struct cg_op *o = cg_val(vals, i);
-		if (g->node[i] && !cg_op_same_values(&v->vals[i], o) && cg_update_node(g, t, v, i, o))
+		if (g->node[i] && !cg_op_same_values(&v->vals[i], o) && cg_update_node(g, t, v, i, o, cg_op_values_hash(o)))
 			return -EIO;
 	}
 	return 0;
@@ -633,7 +633,7 @@ static struct cg_variant *cg_pick_variant(struct cg_graph *g, const struct cg_tm
 		}
 	}
 	for (size_t i = 0; i < t->n; i++)
-		if (g->node[i] && best->vh[i] != g->hnow[i] && cg_update_node(g, t, best, i, cg_val(&vals, i)))
+		if (g->node[i] && best->vh[i] != g->hnow[i] && cg_update_node(g, t, best, i, cg_val(&vals, i), g->hnow[i]))
 			return NULL;
 	return best;
 }
@@ -660,7 +660,7 @@ static int cg_stage(struct cg_graph *g, const struct cg_tmpl *t, struct cg_varia
 	if (v->stage != b) {
 		v->stage = b;
 		for (size_t i = 0; i < t->n; i++)
-			if (cg_staged(&t->ops[i]) && cg_update_node(g, t, v, i, &ops[i]))
+			if (cg_staged(&t->ops[i]) && cg_update_node(g, t, v, i, &ops[i], cg_op_values_hash(&ops[i])))
 				return -EIO;
 	}
 	g->cur = b;
