@@ -6,7 +6,8 @@
 # Fits in 9 minutes: every step has a time limit and the benchmark gets what is left.
 # GPU_CHECK_ONLY=tests (build, GPU suite, PyTorch, HF decoding, corpus) or bench (build,
 # benchmark, profile) splits it in two calls of up to 9 minutes each; the second
-# reuses the build. GPU_CHECK_SKIP="corpus hf ..." leaves steps out.
+# reuses the build. GPU_CHECK_SKIP="gpu-tests torch hf profile nccl1 corpus corpus-extra"
+# leaves steps out (any of them).
 set -u
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -96,7 +97,8 @@ note "build done"
 # Correctness runs do not care about timing, so they share the GPU; the benchmark
 # afterwards runs alone.
 t=$(date +%s)
-if [ $build_ok = 1 ] && [ "$ONLY" != bench ]; then
+TESTS_PID=
+if [ $build_ok = 1 ] && [ "$ONLY" != bench ] && ! skipped gpu-tests; then
     tests_limit=$(( $(left) - 120 ))
     [ $tests_limit -gt 200 ] && tests_limit=200
     [ $tests_limit -lt 30 ] && tests_limit=30
@@ -371,9 +373,16 @@ elif [ $build_ok = 1 ]; then
         0:*) record torch-ddp PASS $(( $(date +%s) - t_ddp )) "$(grep -h '^PASS' "$OUT/ddp.log" | cut -c6-)" ;;
         *) record torch-ddp FAIL $(( $(date +%s) - t_ddp )) "$(grep -h '^FAIL' "$OUT/ddp.log" | cut -c6-)" ;;
     esac
-    torch_check >"$OUT/torch.log" 2>&1
-    torch_rc=$?
-    if grep -q '^SKIP' "$OUT/torch.log"; then
+    if skipped torch; then
+        echo "SKIP left out (GPU_CHECK_SKIP)" >"$OUT/torch.log"
+        torch_rc=0
+    else
+        torch_check >"$OUT/torch.log" 2>&1
+        torch_rc=$?
+    fi
+    if grep -q '^SKIP left out' "$OUT/torch.log"; then
+        record torch-losses SKIP 0 "left out (GPU_CHECK_SKIP)"
+    elif grep -q '^SKIP' "$OUT/torch.log"; then
         record torch-losses SKIP $(( $(date +%s) - t )) "torch not importable"
     elif [ $torch_rc -eq 0 ]; then
         record torch-losses PASS $(( $(date +%s) - t )) "$(grep -h '^PASS' "$OUT/torch.log" | cut -c6- | tr '\n' ' ')"
@@ -410,16 +419,21 @@ elif [ $build_ok = 1 ]; then
         fi
         note "HF decoding done"
     fi
-    wait "$TESTS_PID"
-    tests_rc=$?
-    last=$(tail -2 "$OUT/gpu-tests.log" | tr '\n' ' ')
+    if [ -n "$TESTS_PID" ]; then
+        wait "$TESTS_PID"
+        tests_rc=$?
+    else
+        tests_rc=skipped
+    fi
+    last=$(tail -2 "$OUT/gpu-tests.log" 2>/dev/null | tr '\n' ' ')
     case $tests_rc in
+        skipped) record gpu-tests SKIP 0 "left out (GPU_CHECK_SKIP)" ;;
         0) record gpu-tests PASS $(( $(date +%s) - t )) "$(grep '^gpu tests:.*passed' "$OUT/gpu-tests.log")" ;;
         77) record gpu-tests SKIP $(( $(date +%s) - t )) "$last" ;;
         *) record gpu-tests FAIL $(( $(date +%s) - t )) "rc=$tests_rc; $last" ;;
     esac
     note "gpu tests done"
-    grep -E '^(PASS|FAIL|SKIP)' "$OUT/gpu-tests.log" | head -80
+    grep -E '^(PASS|FAIL|SKIP)' "$OUT/gpu-tests.log" 2>/dev/null | head -80
 else
     record gpu-tests FAIL 0 "not run: build failed"
     record torch-losses FAIL 0 "not run: build failed"
@@ -429,8 +443,8 @@ fi
 # Bare and under cgraft, alternating, 3 times each: exit status and output without the
 # samples' time lines must match. In a full run it leaves the benchmark 200 s.
 t=$(date +%s)
-if [ "$ONLY" = bench ]; then
-    note "corpus not run (GPU_CHECK_ONLY=bench)"
+if [ "$ONLY" = bench ] || skipped corpus; then
+    note "corpus not run (GPU_CHECK_ONLY=bench or GPU_CHECK_SKIP)"
 elif [ ! -f "$ROOT/corpus-build/manifest.json" ]; then
     record corpus SKIP 0 "corpus-build/ missing: run scripts/corpus build where nvcc is, carry corpus-build to this machine"
 elif [ $build_ok != 1 ]; then
@@ -454,6 +468,29 @@ else
         grep -E '^(PASS|FAIL)' "$OUT/corpus.log" | head -40
     fi
     note "corpus done"
+fi
+# A further corpus where one was built (corpus-extra-build/, from another folder of
+# third-party programs with its own README table and samples.json): run twice each.
+t=$(date +%s)
+if [ "$ONLY" != bench ] && [ $build_ok = 1 ] && [ -f "$ROOT/corpus-extra-build/manifest.json" ] && ! skipped corpus-extra; then
+    extra_limit=$(( $(left) - 15 ))
+    [ "$ONLY" = tests ] || extra_limit=$(( extra_limit - 185 ))
+    [ $extra_limit -gt 400 ] && extra_limit=400
+    if [ $extra_limit -lt 60 ]; then
+        record corpus-extra SKIP 0 "only $(left) s left"
+    else
+        timeout $extra_limit "$PY" scripts/corpus run --build "$ROOT/corpus-extra-build" --lib "$LIB" \
+            --out "$OUT/corpus-extra" --repeats 2 --json "$OUT/corpus-extra.json" --md "$OUT/corpus-extra.md" \
+            >"$OUT/corpus-extra.log" 2>&1
+        extra_rc=$?
+        extra_line=$(grep -h '^corpus: ' "$OUT/corpus-extra.log" | tail -1 | cut -c9-)
+        case $extra_rc in
+            0) record corpus-extra PASS $(( $(date +%s) - t )) "$extra_line" ;;
+            *) record corpus-extra FAIL $(( $(date +%s) - t )) "rc=$extra_rc; ${extra_line:-$(tail -1 "$OUT/corpus-extra.log")}" ;;
+        esac
+        grep -E '^(PASS|FAIL)' "$OUT/corpus-extra.log" | head -40
+    fi
+    note "corpus-extra done"
 fi
 
 # --- benchmark -------------------------------------------------------------------
