@@ -1090,10 +1090,18 @@ static int cg_defer_push(struct cg_op *op, struct cg_wait *wait)
 		if (cg_launch(t, 0, wait) == 0) {
 			cg_after_launch(t);
 			cg_defer_clear();
-		} else {
-			E.complete = NULL;
-			cg_resolve(0, 0);
+			return 1;
 		}
+		E.complete = NULL;
+		/* Not launched: the work before op goes out eagerly, and a call
+		 * the host waits in is then made as the program made it (held
+		 * work goes out without the host's wait). */
+		if (op->flags & CG_F_HOST_WAITS) {
+			cg_held_drop_last();
+			cg_resolve(0, 0);
+			return 0;
+		}
+		cg_resolve(0, 0);
 	}
 	return 1;
 }

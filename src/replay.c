@@ -368,8 +368,11 @@ static int cg_update_node(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 		return 0;
 	}
 	cg_cost_stop(CG_COST_UPDATE, c0);
-	if (rc != CUDA_SUCCESS)
+	if (rc != CUDA_SUCCESS) {
+		cg_log_capped(CG_LOG_WARN, CG_FAULT_DRIVER, "a graph node update failed (error %d): that stretch runs eagerly",
+			      (int)rc);
 		return -EIO;
+	}
 	v->vh[i] = h;
 	cg_stat_add(node_updates, 1);
 	return 0;
@@ -700,8 +703,10 @@ int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l)
 	if (!v || (g->stage_size && cg_stage(g, t, v, l->ops)) || cg_fork(g, l))
 		return -EIO;
 	CUstream ls = g->dag.streams[0];
-	if (CG_BK(graph_launch, v->exec, ls) != CUDA_SUCCESS) {
-		cg_log_capped(CG_LOG_WARN, CG_FAULT_DRIVER, "graph launch failed: that stretch runs eagerly");
+	CUresult lr = CG_BK(graph_launch, v->exec, ls);
+	if (lr != CUDA_SUCCESS) {
+		cg_log_capped(CG_LOG_WARN, CG_FAULT_DRIVER, "graph launch failed (error %d): that stretch runs eagerly",
+			      (int)lr);
 		return -EIO;
 	}
 	if (g->dag.nstreams > 1) {

@@ -2897,12 +2897,23 @@ static void simc_graph_launch_delay(void)
     delay_by(&delay, "SIM_GRAPH_LAUNCH_US");
 }
 
+/* SIM_GRAPH_LAUNCH_FAIL=N makes every Nth graph launch fail at its call,
+ * as a driver may refuse one (out of resources, say): nothing of it runs. */
+static int simc_graph_launch_refused(void)
+{
+    static atomic_uint every = UINT_MAX, count;
+    unsigned n = env_cached(&every, "SIM_GRAPH_LAUNCH_FAIL");
+    return n && (atomic_fetch_add(&count, 1) + 1) % n == 0;
+}
+
 /* An exec runs in the context it was instantiated in; a stream of another
  * context or device is not one it can be launched on. */
 SIM_API CUresult simc_graph_launch(CUgraphExec eh, CUstream h, int ptsz)
 {
     CUresult r;
     simc_graph_launch_delay();
+    if (simc_graph_launch_refused())
+        return CUDA_ERROR_OUT_OF_MEMORY;
     lock();
     struct CUgraphExec_st *e = exec_find_locked(eh);
     if (!e) {
