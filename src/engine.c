@@ -1597,6 +1597,31 @@ void cg_engine_forget_handle(int entry, CUstream s, CUevent e)
 	cg_lock_give(&E.mu);
 }
 
+/* Copy and memset nodes hold the memory they name as the driver found it
+ * when they were made or updated: freed and allocated again, even at the
+ * same address, it is another allocation, and a launch of such a node
+ * fails or faults in the driver. Kernel nodes hold only bytes. */
+static int cg_names_memory(const struct cg_tmpl *t, void *cookie)
+{
+	(void)cookie;
+	for (size_t i = 0; i < t->n; i++)
+		if (t->ops[i].kind == CG_OP_COPY || t->ops[i].kind == CG_OP_MEMSET)
+			return 1;
+	return 0;
+}
+
+void cg_engine_memory_freed(void)
+{
+	if (!cg_engine_remembers())
+		return;
+	cg_lock_take(&E.mu);
+	cg_wait_turn();
+	cg_build_pause();
+	cg_bury(cg_table_take_if(cg_names_memory, NULL));
+	cg_build_go();
+	cg_lock_give(&E.mu);
+}
+
 static int cg_names_comm(const struct cg_tmpl *t, void *comm)
 {
 	for (size_t i = 0; i < t->n; i++)

@@ -36,6 +36,9 @@ void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why) CG_HID
 int cg_engine_stream_sync(int entry, CUstream s) CG_HIDDEN;
 /* A stream or event is destroyed: held work goes out and graphs naming it go. */
 void cg_engine_forget_handle(int entry, CUstream s, CUevent e) CG_HIDDEN;
+/* Memory is freed (after a boundary): graphs with copy or memset nodes,
+ * which hold the memory they name, go. */
+void cg_engine_memory_freed(void) CG_HIDDEN;
 /* An NCCL communicator's calls are not held from now on: held work goes
  * out and graphs with its calls are forgotten. */
 void cg_engine_forget_comm(int entry, void *comm) CG_HIDDEN;

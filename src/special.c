@@ -390,8 +390,10 @@ static void cg_freed(int entry, const void *p)
 {
 	if (cg_on())
 		cg_engine_boundary(entry, CG_K_SYNC, CG_WHY_UNSUPPORTED_API);
-	if (p)
+	if (p) {
 		cg_hostmem_remove(p);
+		cg_engine_memory_freed();
+	}
 }
 
 void cg_pre_rt_host_unregister(int entry, int pt, void *p)

@@ -64,6 +64,11 @@ typedef struct sim_work {
     CUevent ev;
     void *freeptr;
     CUgraph child;                    /* owned copy of a child graph */
+    /* A copy or memset in a graph: the allocations its addresses lay in when
+     * it was added or updated (0: none CUDA knows, pageable memory). As the
+     * driver does, it holds those: freed, even allocated again at the same
+     * address, its launch is refused. */
+    unsigned long long salloc, dalloc;
 } sim_work;
 
 /* What the allocation table knows about an address. */

@@ -202,6 +202,10 @@ static struct {
     sim_symbol *symbols;
     sim_alloc *allocs;
     size_t nallocs, capallocs;
+    /* Device memory freed, kept to be handed out again at the same address
+     * to an allocation of the same size, as a driver's allocator does. */
+    struct { void *p; size_t n; } spare[16];
+    int nspare;
     unsigned long long capture_ids;
 } G = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 
@@ -1935,7 +1939,12 @@ static void alloc_add_locked(char *p, size_t n, int kind, struct CUctx_st *c, un
 static void *alloc_new_locked(size_t n, int kind, struct CUctx_st *c, unsigned flags)
 {
     void *p = NULL;
-    if (posix_memalign(&p, 256, n ? n : 1))
+    for (int i = G.nspare; kind == SIM_MEM_DEVICE && !p && i-- > 0;)
+        if (G.spare[i].n == n) {
+            p = G.spare[i].p;
+            G.spare[i] = G.spare[--G.nspare];
+        }
+    if (!p && posix_memalign(&p, 256, n ? n : 1))
         return NULL;
     alloc_add_locked(p, n, kind, c, flags);
     return p;
@@ -2004,8 +2013,15 @@ SIM_API CUresult simc_free(void *p, int kind)
     else
         r = wait_locked(WAIT_ALL, 0);
     if (r == CUDA_SUCCESS) {
+        size_t n = a->size;
+        int device = a->kind == SIM_MEM_DEVICE;
         alloc_forget_locked(p);
-        free(p);
+        if (device && G.nspare < (int)(sizeof G.spare / sizeof G.spare[0])) {
+            G.spare[G.nspare].p = p;
+            G.spare[G.nspare++].n = n;
+        } else {
+            free(p);
+        }
     }
     unlock();
     return r;
@@ -2472,6 +2488,23 @@ static struct CUgraphNode_st *node_new(CUgraph g, const sim_work *w, const CUgra
     return node;
 }
 
+static void work_bind_locked(sim_work *w)
+{
+    if (w->kind != SIM_W_COPY && w->kind != SIM_W_SET)
+        return;
+    sim_alloc *d = alloc_find_locked(w->dst), *s = w->kind == SIM_W_COPY ? alloc_find_locked(w->src) : NULL;
+    w->dalloc = d ? d->id : 0;
+    w->salloc = s ? s->id : 0;
+}
+
+static int work_bound_ok_locked(const sim_work *w)
+{
+    if (w->kind != SIM_W_COPY && w->kind != SIM_W_SET)
+        return 1;
+    sim_alloc *d = w->dalloc ? alloc_find_locked(w->dst) : NULL, *s = w->salloc ? alloc_find_locked(w->src) : NULL;
+    return (!w->dalloc || (d && d->id == w->dalloc)) && (!w->salloc || (s && s->id == w->salloc));
+}
+
 static CUresult graph_add_locked(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,
                                  sim_work *w)
 {
@@ -2480,6 +2513,7 @@ static CUresult graph_add_locked(CUgraphNode *out, CUgraph g, const CUgraphNode 
     for (size_t i = 0; i < n; i++)
         if (!node_ok(deps[i]) || deps[i]->graph != g)
             return CUDA_ERROR_INVALID_VALUE;
+    work_bind_locked(w);
     struct CUgraphNode_st *node = node_new(g, w, deps, n);
     if (out)
         *out = node;
@@ -2838,6 +2872,7 @@ SIM_API CUresult simc_exec_set(CUgraphExec e, CUgraphNode node, int kind, sim_wo
         r = CUDA_ERROR_INVALID_VALUE;
     if (r == CUDA_SUCCESS) {
         simc_work_free(&x->w[node->index]);
+        work_bind_locked(w);
         x->w[node->index] = *w;
     } else {
         simc_work_free(w);
@@ -2926,6 +2961,9 @@ SIM_API CUresult simc_graph_launch(CUgraphExec eh, CUstream h, int ptsz)
         r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
     else if (s && s->ctx != e->ctx)
         r = CUDA_ERROR_INVALID_HANDLE;
+    for (size_t i = 0; i < e->n && r == CUDA_SUCCESS; i++)
+        if (!work_bound_ok_locked(&e->w[i]))
+            r = CUDA_ERROR_INVALID_VALUE;
     if (r != CUDA_SUCCESS) {
         unlock();
         return r;
