@@ -127,7 +127,7 @@ void *cg_tramp_enter(unsigned id)
 	 * A reset is seen even while the engine stands aside: what it takes
 	 * away is forgotten. */
 	int on = atomic_load_explicit(&cg_engine_on, memory_order_relaxed);
-	if (k != CG_K_PURE && (on || k == CG_K_RESET)) {
+	if (k != CG_K_PURE && (on || k == CG_K_RESET || k == CG_K_FREE)) {
 		uint64_t t0 = cg_cost_start(); /* the real call after it is not timed */
 		cg_engine_boundary((int)id, k, CG_WHY_UNSUPPORTED_API);
 		cg_cost_stop(CG_COST_CALLS, t0);

@@ -139,6 +139,7 @@ static void cg_resolve(int foreign, int diverged);
 static int cg_run_end(int host_waits);
 static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why);
 static void cg_forget_reset_locked(void);
+static void cg_forget_memory_locked(void);
 static int cg_engine_remembers(void);
 static void cg_held_materialize(void);
 
@@ -1516,7 +1517,31 @@ void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why)
 		cg_boundary_locked(entry, kind, why);
 	else if (kind == CG_K_RESET && cg_engine_remembers())
 		cg_forget_reset_locked();
+	else if (kind == CG_K_FREE && cg_engine_remembers())
+		cg_forget_memory_locked();
 	cg_lock_give(&E.mu);
+}
+
+/* Copy and memset nodes hold the memory they name as the driver found it
+ * when they were made or updated: freed and allocated again, even at the
+ * same address, it is another allocation, and a launch of such a node
+ * fails or faults in the driver. Kernel nodes hold only bytes. */
+static int cg_names_memory(const struct cg_tmpl *t, void *cookie)
+{
+	(void)cookie;
+	for (size_t i = 0; i < t->n; i++)
+		if (t->ops[i].kind == CG_OP_COPY || t->ops[i].kind == CG_OP_MEMSET)
+			return 1;
+	return 0;
+}
+
+/* Memory went away: graphs that may name it go, whether or not the engine
+ * stands aside now. */
+static void cg_forget_memory_locked(void)
+{
+	cg_build_pause();
+	cg_bury(cg_table_take_if(cg_names_memory, NULL));
+	cg_build_go();
 }
 
 /* What a reset may take away, forgotten whether or not the engine stands
@@ -1540,7 +1565,7 @@ static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why)
 	if (kind != CG_K_SYNC)
 		E.epoch++;
 	const char *name = entry >= 0 && entry < CG_E_COUNT ? cg_entries[entry].name : "call";
-	if (kind == CG_K_BND) {
+	if (kind == CG_K_BND || kind == CG_K_FREE) {
 		cg_count_fallback(why);
 		if (entry >= 0 && entry < CG_E_COUNT)
 			cg_stat_add(boundaries[entry], 1);
@@ -1557,6 +1582,8 @@ static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why)
 	if (kind == CG_K_RESET) {
 		cg_count_fallback(CG_WHY_RESET);
 		cg_forget_reset_locked();
+	} else if (kind == CG_K_FREE) {
+		cg_forget_memory_locked();
 	}
 }
 
@@ -1597,28 +1624,13 @@ void cg_engine_forget_handle(int entry, CUstream s, CUevent e)
 	cg_lock_give(&E.mu);
 }
 
-/* Copy and memset nodes hold the memory they name as the driver found it
- * when they were made or updated: freed and allocated again, even at the
- * same address, it is another allocation, and a launch of such a node
- * fails or faults in the driver. Kernel nodes hold only bytes. */
-static int cg_names_memory(const struct cg_tmpl *t, void *cookie)
-{
-	(void)cookie;
-	for (size_t i = 0; i < t->n; i++)
-		if (t->ops[i].kind == CG_OP_COPY || t->ops[i].kind == CG_OP_MEMSET)
-			return 1;
-	return 0;
-}
-
 void cg_engine_memory_freed(void)
 {
 	if (!cg_engine_remembers())
 		return;
 	cg_lock_take(&E.mu);
 	cg_wait_turn();
-	cg_build_pause();
-	cg_bury(cg_table_take_if(cg_names_memory, NULL));
-	cg_build_go();
+	cg_forget_memory_locked();
 	cg_lock_give(&E.mu);
 }
 

@@ -26,9 +26,10 @@ void cg_engine_op_done(struct cg_op *op, int ok) CG_HIDDEN;
 
 /* A call cgraft does not hold: held work goes out first. kind is CG_K_SYNC
  * (the host waits for or looks at device work), CG_K_BND (work cgraft does
- * not model, counted with why against entry) or CG_K_RESET (also forget
+ * not model, counted with why against entry), CG_K_RESET (also forget
  * every graph and kernel layout, even while the engine stands aside, as the
- * two forgetting calls below do). */
+ * two forgetting calls below do) or CG_K_FREE (a BND that also forgets the
+ * graphs cg_engine_memory_freed() does). */
 void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why) CG_HIDDEN;
 /* A synchronisation of stream s: 1 where the engine answers it, s having
  * nothing left (its last work a replayed read-back the calling thread

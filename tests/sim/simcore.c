@@ -517,8 +517,7 @@ static void work_run(sim_work *w)
     case SIM_W_CALLBACK:
         w->cb(w->cbstream, CUDA_SUCCESS, w->user);
         break;
-    case SIM_W_FREE:
-        free(w->freeptr);
+    case SIM_W_FREE: /* released as it started (alloc_release_locked) */
         break;
     case SIM_W_WRITEVAL:
         if (w->elem == 8)
@@ -557,6 +556,7 @@ static int op_ready(const sim_op *op)
 }
 
 static void alloc_forget_locked(void *p);
+static void alloc_release_locked(void *p);
 
 /* Runs one randomly chosen ready op; the mutex is released meanwhile so that
  * host functions and other threads make progress. Returns 0 when none was ready. */
@@ -582,7 +582,7 @@ static int run_one_locked(void)
     op->running = 1;
     G.running++;
     if (op->w.kind == SIM_W_FREE)
-        alloc_forget_locked(op->w.freeptr);
+        alloc_release_locked(op->w.freeptr);
     if (G.trace)
         fprintf(stderr, "sim: run op %llu kind %d %s\n", (unsigned long long)op->id, op->w.kind,
                 op->w.kind == SIM_W_KERNEL ? op->w.k->name : "");
@@ -1929,6 +1929,21 @@ static void alloc_forget_locked(void *p)
         }
 }
 
+/* Freed: device memory is kept to be handed out again (G.spare). */
+static void alloc_release_locked(void *p)
+{
+    sim_alloc *a = alloc_find_locked(p);
+    size_t n = a ? a->size : 0;
+    int device = a && a->kind == SIM_MEM_DEVICE;
+    alloc_forget_locked(p);
+    if (device && G.nspare < (int)(sizeof G.spare / sizeof G.spare[0])) {
+        G.spare[G.nspare].p = p;
+        G.spare[G.nspare++].n = n;
+    } else {
+        free(p);
+    }
+}
+
 static void alloc_add_locked(char *p, size_t n, int kind, struct CUctx_st *c, unsigned flags)
 {
     GROW(G.allocs, G.nallocs, G.capallocs);
@@ -2012,17 +2027,8 @@ SIM_API CUresult simc_free(void *p, int kind)
         r = CUDA_ERROR_INVALID_VALUE;
     else
         r = wait_locked(WAIT_ALL, 0);
-    if (r == CUDA_SUCCESS) {
-        size_t n = a->size;
-        int device = a->kind == SIM_MEM_DEVICE;
-        alloc_forget_locked(p);
-        if (device && G.nspare < (int)(sizeof G.spare / sizeof G.spare[0])) {
-            G.spare[G.nspare].p = p;
-            G.spare[G.nspare++].n = n;
-        } else {
-            free(p);
-        }
-    }
+    if (r == CUDA_SUCCESS)
+        alloc_release_locked(p);
     unlock();
     return r;
 }
