@@ -39,12 +39,8 @@ struct cg_graph {
 	CUevent *fork;          /* one per stream past the first */
 	/* After a launch each stream past the first waits on join: that wait,
 	 * an action of its stream, is what the legacy stream's rules order
-	 * later work after (kernels/class_legacy.cu checks CUDA keeps it). A
-	 * read-back's host waits for waitev: recorded by the graph's own last
-	 * node where it has one stream (its last op then ends it), else after
-	 * the launch. */
+	 * later work after (kernels/class_legacy.cu checks CUDA keeps it). */
 	CUevent join, waitev;
-	int wait_in_graph;
 	/* Held pageable sources are copied into pinned staging at launch, two
 	 * buffers in turn; done[b] orders a rewrite after the launch that read b. */
 	uint8_t *staging[2];
@@ -282,13 +278,9 @@ static int cg_make_events(struct cg_graph *g, const struct cg_tmpl *t)
 		if (CG_BK(event_create, &g->join, fl) != CUDA_SUCCESS)
 			return -EIO;
 	}
-	if (t->ops[t->n - 1].flags & CG_F_HOST_WAITS) {
-		if (CG_BK(event_create, &g->waitev, fl) != CUDA_SUCCESS)
-			return -EIO;
-		CUgraphNode rec, last = g->node[t->n - 1];
-		g->wait_in_graph = ns == 1 && last &&
-				   CG_BK(graph_add_record, &rec, g->graph, &last, 1, g->waitev) == CUDA_SUCCESS;
-	}
+	if (t->ops[t->n - 1].flags & CG_F_HOST_WAITS &&
+	    CG_BK(event_create, &g->waitev, fl) != CUDA_SUCCESS)
+		return -EIO;
 	return 0;
 }
 
@@ -721,7 +713,7 @@ int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l)
 	l->wait = NULL;
 	l->landing = NULL;
 	l->stream = g->dag.nstreams == 1 ? ls : NULL;
-	if (g->waitev && (g->wait_in_graph || CG_BK(event_record, g->waitev, ls) == CUDA_SUCCESS)) {
+	if (g->waitev && CG_BK(event_record, g->waitev, ls) == CUDA_SUCCESS) {
 		l->wait = g->waitev;
 		l->landing = g->landing;
 		l->landing_size = g->landing_size;
