@@ -64,7 +64,7 @@ static void *cg_drv_real(void **slot, const char *name)
 #define CG_DCALL(name, args)                                                    \
 	({                                                                      \
 		cg_busy++;                                                      \
-		CUresult rc_ = CG_TIMED(CG_E_##name, CG_DREAL(name) args);                   \
+		CUresult rc_ = CG_TIMED(CG_E_##name, CG_DREAL(name) args);      \
 		cg_busy--;                                                      \
 		rc_;                                                            \
 	})

@@ -33,7 +33,7 @@ struct cg_nccl_table cg_nccl_real;
 #define CG_NCALL(name, args)                                                    \
 	({                                                                      \
 		cg_busy++;                                                      \
-		ncclResult_t rc_ = CG_TIMED(CG_E_##name, CG_NREAL(name) args);               \
+		ncclResult_t rc_ = CG_TIMED(CG_E_##name, CG_NREAL(name) args);  \
 		cg_busy--;                                                      \
 		rc_;                                                            \
 	})

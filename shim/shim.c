@@ -124,8 +124,8 @@ void *cg_tramp_enter(unsigned id)
 	/* A trampoline jumps to the real function and cannot tell the driver
 	 * calls a runtime call makes underneath from the program's own next
 	 * ones: each is a boundary (after the runtime call's, nothing is held).
-	 * A reset is seen even while the engine stands aside: what it takes
-	 * away is forgotten. */
+	 * A reset or a free is seen even while the engine stands aside: what
+	 * it takes away is forgotten. */
 	int on = atomic_load_explicit(&cg_engine_on, memory_order_relaxed);
 	if (k != CG_K_PURE && (on || k == CG_K_RESET || k == CG_K_FREE)) {
 		uint64_t t0 = cg_cost_start(); /* the real call after it is not timed */
@@ -160,7 +160,7 @@ CG_EXPORT unsigned long long cgraft_call_time_ns(int on)
 #define CG_CALL_REAL(name, args)                                                \
 	({                                                                      \
 		cg_busy++;                                                      \
-		cudaError_t rc_ = CG_TIMED(CG_E_##name, CG_REAL(name) args);                 \
+		cudaError_t rc_ = CG_TIMED(CG_E_##name, CG_REAL(name) args);    \
 		cg_busy--;                                                      \
 		rc_;                                                            \
 	})
