@@ -93,30 +93,31 @@ def main():
         toks, us = generate()
         times[on].append(us)
         same &= toks == ref
+
+    def timed_calls(on, timing):
+        """Median host time per token in CUDA calls over two generate()
+        calls, cgraft off or on, timed with cgraft_call_time_ns(timing)."""
+        nonlocal same
+        set_enabled(on)
+        per = []
+        for _ in range(2):
+            t0 = call_ns(timing)
+            toks, _ = generate()
+            per.append((call_ns(0) - t0) / 1e3 / a.tokens)
+            same &= toks == ref
+        set_enabled(1)
+        return statistics.median(per)
+
     tcalls = tcgraft = None
     if set_enabled:
         # The calls' own time, eagerly, in calls of their own (timing costs
-        # two clock reads a call, kept out of the times above).
-        set_enabled(0)
-        per = []
-        for _ in range(2):
-            t0 = call_ns(1)
-            toks, _ = generate()
-            per.append((call_ns(0) - t0) / 1e3 / a.tokens)
-            same &= toks == ref
-        tcalls = statistics.median(per)
-        set_enabled(1)
-        # The same calls under cgraft, timed whole (its own work, graph
-        # launches and the eager calls it lets through; the split is in
-        # cgraft's report): what it leaves of tcalls, without the host's
-        # drift between blocks.
-        per = []
-        for _ in range(2):
-            t0 = call_ns(2)
-            toks, _ = generate()
-            per.append((call_ns(0) - t0) / 1e3 / a.tokens)
-            same &= toks == ref
-        tcgraft = statistics.median(per)
+        # two clock reads a call, kept out of the times above); then the
+        # same calls under cgraft, timed whole (its own work, graph launches
+        # and the eager calls it lets through; the split is in cgraft's
+        # report): what it leaves of tcalls, without the host's drift
+        # between blocks.
+        tcalls = timed_calls(0, 1)
+        tcgraft = timed_calls(1, 2)
     if a.out:
         with open(a.out, "w") as f:
             f.write(" ".join(map(str, ref)) + "\n")

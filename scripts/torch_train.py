@@ -217,32 +217,33 @@ def main():
             per_step.append((time.perf_counter() - t0) * 1e6 / a.block)
             if set_enabled:
                 by_mode[on].append(per_step[-1])
+
+        def timed_blocks(on, timing):
+            """Two blocks' host time per step in CUDA calls, cgraft off or
+            on, timed with cgraft_call_time_ns(timing)."""
+            nonlocal step
+            set_enabled(on)
+            per = []
+            for _ in range(2):
+                if step + a.block > a.steps:
+                    break
+                t0 = call_ns(timing)
+                for _ in range(a.block):
+                    run_step(step)
+                    step += 1
+                torch.cuda.synchronize()
+                per.append((call_ns(0) - t0) / 1e3 / a.block)
+            set_enabled(1)
+            return per
+
         tcalls, tcgraft = [], []
         if set_enabled:
             # The eager calls' own host time per step, in blocks of their
-            # own: timing costs two clock reads a call.
-            set_enabled(0)
-            for _ in range(2):
-                if step + a.block > a.steps:
-                    break
-                t0 = call_ns(1)
-                for _ in range(a.block):
-                    run_step(step)
-                    step += 1
-                torch.cuda.synchronize()
-                tcalls.append((call_ns(0) - t0) / 1e3 / a.block)
-            set_enabled(1)
-            # The same calls under cgraft, timed whole (its own work, graph
-            # launches and the calls it lets through).
-            for _ in range(2):
-                if step + a.block > a.steps:
-                    break
-                t0 = call_ns(2)
-                for _ in range(a.block):
-                    run_step(step)
-                    step += 1
-                torch.cuda.synchronize()
-                tcgraft.append((call_ns(0) - t0) / 1e3 / a.block)
+            # own (timing costs two clock reads a call); then the same
+            # calls under cgraft, timed whole (its own work, graph launches
+            # and the calls it lets through).
+            tcalls = timed_blocks(0, 1)
+            tcgraft = timed_blocks(1, 2)
         while step < a.steps:
             run_step(step)
             step += 1
