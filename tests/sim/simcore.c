@@ -105,6 +105,7 @@ struct CUgraphExec_st {
     size_t **deps;                  /* by slot: slots */
     size_t *ndeps;
     size_t *order;                  /* a topological order */
+    unsigned launches;              /* launches asked for (SIM_GRAPH_LAUNCH_FAIL) */
     struct CUgraphExec_st *next;    /* live list, or the free list */
 };
 
@@ -2848,6 +2849,7 @@ SIM_API CUresult simc_graph_instantiate(CUgraphExec *out, CUgraph g)
     e->deps = f.deps;
     e->ndeps = f.ndeps;
     e->order = order;
+    e->launches = 0;
     e->next = G.execs;
     G.execs = e;
     *out = e;
@@ -2938,13 +2940,15 @@ static void simc_graph_launch_delay(void)
     delay_by(&delay, "SIM_GRAPH_LAUNCH_US");
 }
 
-/* SIM_GRAPH_LAUNCH_FAIL=N makes every Nth graph launch fail at its call,
- * as a driver may refuse one (out of resources, say): nothing of it runs. */
-static int simc_graph_launch_refused(void)
+/* SIM_GRAPH_LAUNCH_FAIL=N makes every Nth launch of each exec fail at its
+ * call, as a driver may refuse one (out of resources, say): nothing of it
+ * runs. Counted by exec, a program's own graphs fail alike whether or not
+ * an interposer launches graphs of its own. */
+static int simc_graph_launch_refused_locked(struct CUgraphExec_st *e)
 {
-    static atomic_uint every = UINT_MAX, count;
+    static atomic_uint every = UINT_MAX;
     unsigned n = env_cached(&every, "SIM_GRAPH_LAUNCH_FAIL");
-    return n && (atomic_fetch_add(&count, 1) + 1) % n == 0;
+    return n && ++e->launches % n == 0;
 }
 
 /* An exec runs in the context it was instantiated in; a stream of another
@@ -2953,13 +2957,15 @@ SIM_API CUresult simc_graph_launch(CUgraphExec eh, CUstream h, int ptsz)
 {
     CUresult r;
     simc_graph_launch_delay();
-    if (simc_graph_launch_refused())
-        return CUDA_ERROR_OUT_OF_MEMORY;
     lock();
     struct CUgraphExec_st *e = exec_find_locked(eh);
     if (!e) {
         unlock();
         return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (simc_graph_launch_refused_locked(e)) {
+        unlock();
+        return CUDA_ERROR_OUT_OF_MEMORY;
     }
     run_some_locked();
     CUstream s = resolve_locked(h, ptsz, &r);

@@ -23,7 +23,7 @@ int main(void)
         for (int i = 0; i < N; i++)
             h_in[i] = -1.0f; /* the copy is done: this must not reach the device */
         acc(0, y, in, 0.5f, N);
-        sq(0, y, N);
+        axpb(0, y, 0.75f, 0.001f * (float)it, N);
         reduce(0, r, y, N);
         CK(cudaMemcpy(h_res, r, sizeof(float), cudaMemcpyDeviceToHost));
         hist[it] = *h_res;
