@@ -141,10 +141,8 @@ atomic_ullong cg_timed_ns;
 uint64_t cg_time_stop(int entry, uint64_t t0)
 {
 	uint64_t d = cg_now_ns() - t0;
-	if (atomic_load_explicit(&cg_timing, memory_order_relaxed) == 2) {
-		atomic_fetch_add_explicit(&cg_stats.real_ns[entry], d, memory_order_relaxed);
-		return atomic_fetch_add_explicit(&cg_stats.cost_ns[CG_COST_REAL], d, memory_order_relaxed);
-	}
+	if (atomic_load_explicit(&cg_timing, memory_order_relaxed) == 2)
+		return atomic_fetch_add_explicit(&cg_stats.real_ns[entry], d, memory_order_relaxed);
 	return atomic_fetch_add_explicit(&cg_timed_ns, d, memory_order_relaxed);
 }
 

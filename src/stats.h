@@ -35,7 +35,6 @@ enum cg_reason {
  * program asks for whole calls (cgraft_call_time_ns(2)). */
 enum cg_cost {
 	CG_COST_CALLS,   /* the calls as cgraft handles them, all of it */
-	CG_COST_REAL,    /* of that, the program's own real calls (eager ones) */
 	CG_COST_LAUNCH,  /* graph launches: variant, node updates, staging, fork, join */
 	CG_COST_UPDATE,  /* of those, node updates */
 	CG_COST_SUBMIT,  /* held work submitted eagerly */
@@ -59,7 +58,7 @@ struct cg_stats {
 	/* Host time split while the program times whole calls
 	 * (cgraft_call_time_ns(2)), by enum cg_cost. */
 	atomic_ullong cost_ns[CG_COST_COUNT];
-	atomic_ullong real_ns[CG_E_COUNT]; /* CG_COST_REAL by entry point */
+	atomic_ullong real_ns[CG_E_COUNT]; /* of CG_COST_CALLS, the program's own real calls, by entry point */
 };
 extern struct cg_stats cg_stats CG_HIDDEN;
 extern const char *const cg_reason_names[CG_WHY_COUNT] CG_HIDDEN;
