@@ -139,7 +139,7 @@ static void cg_resolve(int foreign, int diverged);
 static int cg_run_end(int host_waits);
 static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why);
 static void cg_forget_reset_locked(void);
-static void cg_forget_memory_locked(void);
+static void cg_forget_memory_locked(const void *p, size_t n);
 static int cg_engine_remembers(void);
 static void cg_held_materialize(void);
 
@@ -1518,7 +1518,7 @@ void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why)
 	else if (kind == CG_K_RESET && cg_engine_remembers())
 		cg_forget_reset_locked();
 	else if (kind == CG_K_FREE && cg_engine_remembers())
-		cg_forget_memory_locked();
+		cg_forget_memory_locked(NULL, SIZE_MAX);
 	cg_lock_give(&E.mu);
 }
 
@@ -1526,21 +1526,24 @@ void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why)
  * when they were made or updated: freed and allocated again, even at the
  * same address, it is another allocation, and a launch of such a node
  * fails or faults in the driver. Kernel nodes hold only bytes. */
+struct cg_freed_range {
+	const void *p;
+	size_t n;
+};
+
 static int cg_names_memory(const struct cg_tmpl *t, void *cookie)
 {
-	(void)cookie;
-	for (size_t i = 0; i < t->n; i++)
-		if (t->ops[i].kind == CG_OP_COPY || t->ops[i].kind == CG_OP_MEMSET)
-			return 1;
-	return 0;
+	const struct cg_freed_range *r = cookie;
+	return cg_graph_names_memory(t, r->p, r->n);
 }
 
-/* Memory went away: graphs that may name it go, whether or not the engine
- * stands aside now. */
-static void cg_forget_memory_locked(void)
+/* Memory [p, p + n) went away (all of it: NULL, SIZE_MAX): graphs that
+ * name it go, whether or not the engine stands aside now. */
+static void cg_forget_memory_locked(const void *p, size_t n)
 {
+	struct cg_freed_range r = { p, n };
 	cg_build_pause();
-	cg_bury(cg_table_take_if(cg_names_memory, NULL));
+	cg_bury(cg_table_take_if(cg_names_memory, &r));
 	cg_build_go();
 }
 
@@ -1583,7 +1586,7 @@ static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why)
 		cg_count_fallback(CG_WHY_RESET);
 		cg_forget_reset_locked();
 	} else if (kind == CG_K_FREE) {
-		cg_forget_memory_locked();
+		cg_forget_memory_locked(NULL, SIZE_MAX);
 	}
 }
 
@@ -1624,13 +1627,18 @@ void cg_engine_forget_handle(int entry, CUstream s, CUevent e)
 	cg_lock_give(&E.mu);
 }
 
-void cg_engine_memory_freed(void)
+void cg_engine_memory_freed(const void *p)
 {
 	if (!cg_engine_remembers())
 		return;
+	/* Asked before the free: the allocation p starts, else any. */
+	const void *start = NULL;
+	size_t n = SIZE_MAX;
+	if (cg_mem_range(p, &start, &n))
+		start = NULL, n = SIZE_MAX;
 	cg_lock_take(&E.mu);
 	cg_wait_turn();
-	cg_forget_memory_locked();
+	cg_forget_memory_locked(start, n);
 	cg_lock_give(&E.mu);
 }
 

@@ -512,23 +512,36 @@ const struct cg_op *cg_graph_expect(const struct cg_tmpl *t, size_t i)
 	return &g->var[g->predict].vals[i];
 }
 
-static int cg_ops_reach(const struct cg_op *ops, size_t k, const void *p, size_t n)
+typedef int (*cg_op_touch_fn)(const struct cg_op *op, const void *p, size_t n);
+
+static int cg_ops_touch(const struct cg_op *ops, size_t k, cg_op_touch_fn f, const void *p, size_t n)
 {
 	for (size_t i = 0; i < k; i++)
-		if (cg_params_reach(&ops[i], p, n))
+		if (f(&ops[i], p, n))
+			return 1;
+	return 0;
+}
+
+/* Whether f holds for an op of t, as recorded or in a variant. */
+static int cg_graph_touches(const struct cg_tmpl *t, cg_op_touch_fn f, const void *p, size_t n)
+{
+	if (cg_ops_touch(t->ops, t->n, f, p, n))
+		return 1;
+	const struct cg_graph *g = t->g;
+	for (int v = 0; g && v < g->nvar; v++)
+		if (cg_ops_touch(g->var[v].vals, t->n, f, p, n))
 			return 1;
 	return 0;
 }
 
 int cg_graph_reaches(const struct cg_tmpl *t, const void *p, size_t n)
 {
-	if (cg_ops_reach(t->ops, t->n, p, n))
-		return 1;
-	const struct cg_graph *g = t->g;
-	for (int v = 0; g && v < g->nvar; v++)
-		if (cg_ops_reach(g->var[v].vals, t->n, p, n))
-			return 1;
-	return 0;
+	return cg_graph_touches(t, cg_params_reach, p, n);
+}
+
+int cg_graph_names_memory(const struct cg_tmpl *t, const void *p, size_t n)
+{
+	return cg_graph_touches(t, cg_op_names_memory, p, n);
 }
 
 /* ---- variants ---------------------------------------------------------------- */

@@ -392,7 +392,7 @@ static void cg_freed(int entry, const void *p)
 		cg_engine_boundary(entry, CG_K_SYNC, CG_WHY_UNSUPPORTED_API);
 	if (p) {
 		cg_hostmem_remove(p);
-		cg_engine_memory_freed();
+		cg_engine_memory_freed(p);
 	}
 }
 

@@ -11,9 +11,10 @@ enum { N = 512, SCRATCH = 2048, ITERS = 12 };
 static void loop(cudaStream_t s, float *y, float *scratch, float b)
 {
     for (int it = 0; it < ITERS; it++) {
-        CK(cudaMemsetAsync(scratch, 0, SCRATCH * sizeof(float), s));
-        CK(cudaMemcpyAsync(scratch, y, N / 2 * sizeof(float), cudaMemcpyDeviceToDevice, s));
-        acc(s, y, scratch, 0.25f, N);
+        /* Inside the allocation, not at its start. */
+        CK(cudaMemsetAsync(scratch + 64, 0, (SCRATCH - 64) * sizeof(float), s));
+        CK(cudaMemcpyAsync(scratch + N, y, N / 2 * sizeof(float), cudaMemcpyDeviceToDevice, s));
+        acc(s, y, scratch + N, 0.25f, N);
         axpb(s, y, 0.5f, b, N);
         CK(cudaStreamSynchronize(s));
     }
