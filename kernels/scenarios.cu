@@ -561,6 +561,55 @@ static void sc_malloc_async(long iters) {
     finish("malloc_async", {y});
 }
 
+// y = b * x, reading nothing of y: a kernel may start on fresh memory.
+__global__ void k_scaled(float *y, const float *x, int n, float b) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i] = b * x[i];
+}
+
+// Scratch memory allocated and freed at every iteration, as Thrust's temporary
+// storage is, named by kernels only, beside a memset and a copy on memory that
+// stays: graphs stay (only copy and memset nodes hold the memory they name).
+static void sc_scratch_free(long iters) {
+    float *y = upload_random(SC_N, 54, -1, 1), *x = upload_random(SC_N, 55, -1, 1), *keep = dev_zero(SC_N);
+    cudaStream_t s;
+    CK(cudaStreamCreate(&s));
+    for (long it = 0; it < iters; it++) {
+        float *tmp;
+        CK(cudaMalloc(&tmp, SC_N * sizeof(float)));
+        CK(cudaMemsetAsync(keep, 0, SC_N / 2 * sizeof(float), s));
+        CK(cudaMemcpyAsync(keep + SC_N / 2, x, SC_N / 2 * sizeof(float), cudaMemcpyDeviceToDevice, s));
+        k_scaled<<<SC_G, SC_T, 0, s>>>(tmp, keep, SC_N, coef(it, 3));
+        CK_LAUNCH();
+        launch_affine(s, tmp, y, 0.5f, 0.25f);
+        launch_affine(s, y, tmp, 0.5f, 0.5f);
+        CK(cudaFree(tmp));
+    }
+    finish("scratch_free", {y, keep});
+}
+
+// A loop's memset and copy name scratch memory (inside it, not at its start),
+// which is then freed and allocated again, of the same size (the same address,
+// as the allocator hands it out), before the loop runs once more: a graph made
+// for the first allocation must not be launched on the second.
+static void sc_free_realloc(long iters) {
+    float *y = upload_random(SC_N, 56, -1, 1), *scratch;
+    cudaStream_t s;
+    CK(cudaStreamCreate(&s));
+    for (int round = 0; round < 3; round++) {
+        CK(cudaMalloc(&scratch, 2 * SC_N * sizeof(float)));
+        for (long it = 0; it < iters; it++) {
+            CK(cudaMemsetAsync(scratch + 64, 0, (2 * SC_N - 64) * sizeof(float), s));
+            CK(cudaMemcpyAsync(scratch + SC_N, y, SC_N / 2 * sizeof(float), cudaMemcpyDeviceToDevice, s));
+            launch_affine(s, y, scratch + SC_N, 0.5f, coef(it, round));
+            launch_affine(s, y, y, 0.5f, 0.25f);
+            CK(cudaStreamSynchronize(s));
+        }
+        CK(cudaFree(scratch));
+    }
+    finish("free_realloc", {y});
+}
+
 int main(int argc, char **argv) {
     std::vector<Scenario> all = {
         {"chain", "single stream, 20 kernels, sync per iteration", sc_chain},
@@ -587,6 +636,8 @@ int main(int argc, char **argv) {
         {"device_sync", "three streams joined by cudaDeviceSynchronize", sc_device_sync},
         {"malloc_free", "cudaMalloc/cudaFree inside the loop", sc_malloc_free},
         {"malloc_async", "stream-ordered allocation inside the loop", sc_malloc_async},
+        {"scratch_free", "scratch allocated and freed every iteration, kernels only on it", sc_scratch_free},
+        {"free_realloc", "copy and memset memory freed and allocated again between loops", sc_free_realloc},
     };
     return scenario_main(argc, argv, all);
 }

@@ -108,6 +108,10 @@ void *cg_entry_real(int entry)
 }
 
 /* Called by cg_tramp_common with the caller's arguments kept aside. */
+/* The generated PURE trampolines count into cg_stats.calls[id] at 8 * id. */
+_Static_assert(offsetof(struct cg_stats, calls) == 0 && sizeof(cg_stats.calls[0]) == 8,
+	       "cg_tramp_gen.S counts at cg_stats + 8 * entry");
+
 void *cg_tramp_enter(unsigned id) CG_HIDDEN;
 void *cg_tramp_enter(unsigned id)
 {

@@ -1522,10 +1522,13 @@ void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why)
 	cg_lock_give(&E.mu);
 }
 
-/* Copy and memset nodes hold the memory they name as the driver found it
- * when they were made or updated: freed and allocated again, even at the
- * same address, it is another allocation, and a launch of such a node
- * fails or faults in the driver. Kernel nodes hold only bytes. */
+/* Copy nodes hold host memory (pinned, registered) as the driver found it
+ * when they were made or updated: freed and allocated again at the same
+ * address, it is another allocation, and a launch of such a node faults
+ * (pinned memory) or fails the context (registered memory gone). Device and
+ * managed memory copy and memset nodes name by address: freed and handed
+ * out again, a launch does what the eager call would (measured on the
+ * H200: docs/architecture.md). Kernel nodes hold only bytes. */
 struct cg_freed_range {
 	const void *p;
 	size_t n;
@@ -1534,11 +1537,12 @@ struct cg_freed_range {
 static int cg_names_memory(const struct cg_tmpl *t, void *cookie)
 {
 	const struct cg_freed_range *r = cookie;
-	return cg_graph_names_memory(t, r->p, r->n);
+	return cg_graph_names_host_memory(t, r->p, r->n);
 }
 
-/* Memory [p, p + n) went away (all of it: NULL, SIZE_MAX): graphs that
- * name it go, whether or not the engine stands aside now. */
+/* Host memory [p, p + n) went away (or some, not said: NULL, SIZE_MAX):
+ * graphs whose copies name it go, whether or not the engine stands aside
+ * now. */
 static void cg_forget_memory_locked(const void *p, size_t n)
 {
 	struct cg_freed_range r = { p, n };
@@ -1631,10 +1635,14 @@ void cg_engine_memory_freed(const void *p)
 {
 	if (!cg_engine_remembers())
 		return;
-	/* Asked before the free: the allocation p starts, else any. */
+	/* Asked before the free: host memory's allocation; device memory
+	 * forgets nothing; unknown, any host memory. */
 	const void *start = NULL;
 	size_t n = SIZE_MAX;
-	if (cg_mem_range(p, &start, &n))
+	int host = cg_mem_range(p, &start, &n);
+	if (!host)
+		return;
+	if (host < 0)
 		start = NULL, n = SIZE_MAX;
 	cg_lock_take(&E.mu);
 	cg_wait_turn();

@@ -29,7 +29,7 @@ void cg_engine_op_done(struct cg_op *op, int ok) CG_HIDDEN;
  * not model, counted with why against entry), CG_K_RESET (also forget
  * every graph and kernel layout, even while the engine stands aside, as the
  * two forgetting calls below do) or CG_K_FREE (a BND that frees memory it
- * does not say: every graph with a copy or memset node goes). */
+ * does not say: every graph with a copy of host memory goes). */
 void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why) CG_HIDDEN;
 /* A synchronisation of stream s: 1 where the engine answers it, s having
  * nothing left (its last work a replayed read-back the calling thread
@@ -37,8 +37,9 @@ void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why) CG_HID
 int cg_engine_stream_sync(int entry, CUstream s) CG_HIDDEN;
 /* A stream or event is destroyed: held work goes out and graphs naming it go. */
 void cg_engine_forget_handle(int entry, CUstream s, CUevent e) CG_HIDDEN;
-/* Memory p is about to be freed (after a boundary): graphs with copy or
- * memset nodes in its allocation, which hold the memory they name, go. */
+/* Memory p is about to be freed (after a boundary): where it is host
+ * memory, graphs with copies in its allocation, which hold such memory as
+ * they found it, go. */
 void cg_engine_memory_freed(const void *p) CG_HIDDEN;
 /* An NCCL communicator's calls are not held from now on: held work goes
  * out and graphs with its calls are forgotten. */

@@ -244,18 +244,23 @@ static enum cg_mem cg_mem_type(const void *p)
 	}
 }
 
-/* The allocation CUDA knows p by. */
 int cg_mem_range(const void *p, const void **start, size_t *size)
 {
-	CUpointer_attribute at[2] = { CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE };
+	CUpointer_attribute at[3] = { CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+				      CU_POINTER_ATTRIBUTE_RANGE_SIZE };
+	unsigned type = 0;
 	CUdeviceptr base = 0;
 	size_t n = 0;
-	void *data[2] = { &base, &n };
-	if (!p || CG_BK(pointer_attrs, 2, at, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS || !base || !n)
+	void *data[3] = { &type, &base, &n };
+	if (!p || CG_BK(pointer_attrs, 3, at, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
+		return -1;
+	if (type == CU_MEMORYTYPE_DEVICE)
+		return 0;
+	if (type != CU_MEMORYTYPE_HOST || !base || !n)
 		return -1;
 	*start = (const void *)(uintptr_t)base;
 	*size = n;
-	return 0;
+	return 1;
 }
 
 /* Bytes from the first to past the last of a pitched block; a block of no
@@ -273,18 +278,15 @@ static int cg_overlaps(const void *a, size_t an, const void *p, size_t n)
 	return x < y + n && y < x + an;
 }
 
-int cg_op_names_memory(const struct cg_op *op, const void *p, size_t n)
+int cg_op_names_host_memory(const struct cg_op *op, const void *p, size_t n)
 {
-	if (op->kind == CG_OP_COPY) {
-		const size_t w = op->u.cp.width, h = op->u.cp.height, d = op->u.cp.depth;
-		return cg_overlaps(op->u.cp.dst, cg_extent(op->u.cp.dpitch, op->u.cp.dheight, w, h, d), p, n) ||
-		       cg_overlaps(op->u.cp.src, cg_extent(op->u.cp.spitch, op->u.cp.sheight, w, h, d), p, n);
-	}
-	if (op->kind == CG_OP_MEMSET)
-		return cg_overlaps(op->u.ms.dst,
-				   cg_extent(op->u.ms.pitch, 1, (size_t)op->u.ms.width * op->u.ms.elem, op->u.ms.height, 1),
-				   p, n);
-	return 0;
+	if (op->kind != CG_OP_COPY)
+		return 0; /* a held memset's memory is the device's */
+	const size_t w = op->u.cp.width, h = op->u.cp.height, d = op->u.cp.depth;
+	return (op->u.cp.dst_host &&
+		cg_overlaps(op->u.cp.dst, cg_extent(op->u.cp.dpitch, op->u.cp.dheight, w, h, d), p, n)) ||
+	       (op->u.cp.src_host &&
+		cg_overlaps(op->u.cp.src, cg_extent(op->u.cp.spitch, op->u.cp.sheight, w, h, d), p, n));
 }
 
 /* A linear copy, whatever call it came from. sync: the blocking form of the

@@ -161,7 +161,9 @@ SIM_API CUresult simc_event_elapsed(float *ms, CUevent a, CUevent b);
 /* kind SIM_MEM_DEVICE, SIM_MEM_PINNED or SIM_MEM_MANAGED. */
 SIM_API CUresult simc_malloc(void **p, size_t n, int kind, unsigned flags);
 SIM_API CUresult simc_free(void *p, int kind);
-SIM_API CUresult simc_malloc_async(void **p, size_t n, CUstream s, int ptsz);
+/* Stream-ordered allocation of kind SIM_MEM_DEVICE, or SIM_MEM_PINNED (a
+ * host-located pool's). */
+SIM_API CUresult simc_malloc_async(void **p, size_t n, CUstream s, int ptsz, int kind);
 SIM_API CUresult simc_free_async(void *p, CUstream s, int ptsz);
 SIM_API CUresult simc_host_register(void *p, size_t n, unsigned flags);
 SIM_API CUresult simc_host_unregister(void *p);

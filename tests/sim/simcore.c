@@ -203,9 +203,10 @@ static struct {
     sim_symbol *symbols;
     sim_alloc *allocs;
     size_t nallocs, capallocs;
-    /* Device memory freed, kept to be handed out again at the same address
-     * to an allocation of the same size, as a driver's allocator does. */
-    struct { void *p; size_t n; } spare[16];
+    /* Device and pinned memory freed, kept to be handed out again at the
+     * same address to an allocation of the same size and kind, as a
+     * driver's allocator does. */
+    struct { void *p; size_t n; int kind; } spare[16];
     int nspare;
     unsigned long long capture_ids;
 } G = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
@@ -1930,15 +1931,17 @@ static void alloc_forget_locked(void *p)
         }
 }
 
-/* Freed: device memory is kept to be handed out again (G.spare). */
+/* Freed: device and pinned memory is kept to be handed out again, at the
+ * same address for the same size and kind (G.spare). */
 static void alloc_release_locked(void *p)
 {
     sim_alloc *a = alloc_find_locked(p);
     size_t n = a ? a->size : 0;
-    int device = a && a->kind == SIM_MEM_DEVICE;
+    int kind = a ? a->kind : SIM_MEM_PAGEABLE;
     alloc_forget_locked(p);
-    if (device && G.nspare < (int)(sizeof G.spare / sizeof G.spare[0])) {
+    if ((kind == SIM_MEM_DEVICE || kind == SIM_MEM_PINNED) && G.nspare < (int)(sizeof G.spare / sizeof G.spare[0])) {
         G.spare[G.nspare].p = p;
+        G.spare[G.nspare].kind = kind;
         G.spare[G.nspare++].n = n;
     } else {
         free(p);
@@ -1955,8 +1958,8 @@ static void alloc_add_locked(char *p, size_t n, int kind, struct CUctx_st *c, un
 static void *alloc_new_locked(size_t n, int kind, struct CUctx_st *c, unsigned flags)
 {
     void *p = NULL;
-    for (int i = G.nspare; kind == SIM_MEM_DEVICE && !p && i-- > 0;)
-        if (G.spare[i].n == n) {
+    for (int i = G.nspare; !p && i-- > 0;)
+        if (G.spare[i].n == n && G.spare[i].kind == kind) {
             p = G.spare[i].p;
             G.spare[i] = G.spare[--G.nspare];
         }
@@ -2034,7 +2037,7 @@ SIM_API CUresult simc_free(void *p, int kind)
     return r;
 }
 
-SIM_API CUresult simc_malloc_async(void **p, size_t n, CUstream h, int ptsz)
+SIM_API CUresult simc_malloc_async(void **p, size_t n, CUstream h, int ptsz, int kind)
 {
     CUresult r;
     if (!p)
@@ -2043,7 +2046,7 @@ SIM_API CUresult simc_malloc_async(void **p, size_t n, CUstream h, int ptsz)
     run_some_locked();
     CUstream s = resolve_locked(h, ptsz, &r);
     if (s) {
-        *p = alloc_new_locked(n, SIM_MEM_DEVICE, s->ctx, 0);
+        *p = alloc_new_locked(n, kind, s->ctx, 0);
         if (!*p)
             r = CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -2058,7 +2061,7 @@ SIM_API CUresult simc_free_async(void *p, CUstream h, int ptsz)
     run_some_locked();
     CUstream s = resolve_locked(h, ptsz, &r);
     sim_alloc *a = p ? alloc_find_locked(p) : NULL;
-    if (s && (!a || a->base != p || a->kind != SIM_MEM_DEVICE))
+    if (s && (!a || a->base != p || (a->kind != SIM_MEM_DEVICE && a->kind != SIM_MEM_PINNED)))
         r = CUDA_ERROR_INVALID_VALUE;
     if (r == CUDA_SUCCESS) {
         uint64_t id;
@@ -2495,13 +2498,21 @@ static struct CUgraphNode_st *node_new(CUgraph g, const sim_work *w, const CUgra
     return node;
 }
 
+/* A graph's copy or memset holds the host allocation (pinned, registered)
+ * it names, as the H200's driver does: launched after that memory was freed,
+ * even with the same address handed out again, it is refused. Device and
+ * managed memory it names by address. */
+static unsigned long long host_alloc_id(const sim_alloc *a)
+{
+    return a && (a->kind == SIM_MEM_PINNED || a->kind == SIM_MEM_REGISTERED) ? a->id : 0;
+}
+
 static void work_bind_locked(sim_work *w)
 {
     if (w->kind != SIM_W_COPY && w->kind != SIM_W_SET)
         return;
-    sim_alloc *d = alloc_find_locked(w->dst), *s = w->kind == SIM_W_COPY ? alloc_find_locked(w->src) : NULL;
-    w->dalloc = d ? d->id : 0;
-    w->salloc = s ? s->id : 0;
+    w->dalloc = host_alloc_id(alloc_find_locked(w->dst));
+    w->salloc = w->kind == SIM_W_COPY ? host_alloc_id(alloc_find_locked(w->src)) : 0;
 }
 
 static int work_bound_ok_locked(const sim_work *w)

@@ -72,6 +72,7 @@ __typeof__(cuGraphLaunch) cuGraphLaunch_ptsz;
 __typeof__(cuGraphUpload) cuGraphUpload_ptsz;
 __typeof__(cuMemFreeAsync) cuMemFreeAsync_ptsz;
 __typeof__(cuMemAllocAsync) cuMemAllocAsync_ptsz;
+__typeof__(cuMemAllocFromPoolAsync) cuMemAllocFromPoolAsync_ptsz;
 
 /* ------------------------------------------------------------ init, device */
 
@@ -1079,7 +1080,7 @@ CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
     void *p = NULL;
     if (!dptr)
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = simc_malloc_async(&p, bytesize, hStream, 0);
+    CUresult r = simc_malloc_async(&p, bytesize, hStream, 0, SIM_MEM_DEVICE);
     *dptr = (CUdeviceptr)(uintptr_t)p;
     return r;
 }
@@ -1089,9 +1090,55 @@ CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStre
     void *p = NULL;
     if (!dptr)
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult r = simc_malloc_async(&p, bytesize, hStream, 1);
+    CUresult r = simc_malloc_async(&p, bytesize, hStream, 1, SIM_MEM_DEVICE);
     *dptr = (CUdeviceptr)(uintptr_t)p;
     return r;
+}
+
+/* Memory pools: the simulator keeps only where a pool's memory lives (a
+ * host-located pool's is pinned memory, handed out in stream order). */
+struct CUmemPoolHandle_st {
+    int host;
+};
+
+CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *props)
+{
+    if (!pool || !props)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct CUmemPoolHandle_st *m = calloc(1, sizeof *m);
+    if (!m)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    m->host = props->location.type == CU_MEM_LOCATION_TYPE_HOST;
+    *pool = m;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+    if (!pool)
+        return CUDA_ERROR_INVALID_VALUE;
+    free(pool);
+    return CUDA_SUCCESS;
+}
+
+static CUresult alloc_from_pool(CUdeviceptr *dptr, size_t n, CUmemoryPool pool, CUstream s, int ptsz)
+{
+    void *p = NULL;
+    if (!dptr || !pool)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = simc_malloc_async(&p, n, s, ptsz, pool->host ? SIM_MEM_PINNED : SIM_MEM_DEVICE);
+    *dptr = (CUdeviceptr)(uintptr_t)p;
+    return r;
+}
+
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t n, CUmemoryPool pool, CUstream s)
+{
+    return alloc_from_pool(dptr, n, pool, s, 0);
+}
+
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t n, CUmemoryPool pool, CUstream s)
+{
+    return alloc_from_pool(dptr, n, pool, s, 1);
 }
 
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
@@ -1784,6 +1831,9 @@ static const struct proc {
     P("cuMemHostGetFlags", "cuMemHostGetFlags", NULL),
     P("cuMemAllocAsync", "cuMemAllocAsync", "cuMemAllocAsync_ptsz"),
     P("cuMemFreeAsync", "cuMemFreeAsync", "cuMemFreeAsync_ptsz"),
+    P("cuMemPoolCreate", "cuMemPoolCreate", NULL),
+    P("cuMemPoolDestroy", "cuMemPoolDestroy", NULL),
+    P("cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync_ptsz"),
     P("cuPointerGetAttribute", "cuPointerGetAttribute", NULL),
     P("cuPointerGetAttributes", "cuPointerGetAttributes", NULL),
     P("cuStreamCreate", "cuStreamCreate", NULL),

@@ -65,6 +65,9 @@
     X(PointerGetAttributes, "cuPointerGetAttributes", cuPointerGetAttributes) \
     X(MemAllocAsync, "cuMemAllocAsync", cuMemAllocAsync) \
     X(MemFreeAsync, "cuMemFreeAsync", cuMemFreeAsync) \
+    X(MemPoolCreate, "cuMemPoolCreate", cuMemPoolCreate) \
+    X(MemPoolDestroy, "cuMemPoolDestroy", cuMemPoolDestroy) \
+    X(MemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", cuMemAllocFromPoolAsync) \
     X(FuncGetParamInfo, "cuFuncGetParamInfo", cuFuncGetParamInfo) \
     X(FuncGetAttribute, "cuFuncGetAttribute", cuFuncGetAttribute) \
     X(FuncSetAttribute, "cuFuncSetAttribute", cuFuncSetAttribute)
@@ -154,6 +157,7 @@ __typeof__(cudaStreamGetFlags) cudaStreamGetFlags_ptsz;
 __typeof__(cudaStreamGetPriority) cudaStreamGetPriority_ptsz;
 __typeof__(cudaMallocAsync) cudaMallocAsync_ptsz;
 __typeof__(cudaFreeAsync) cudaFreeAsync_ptsz;
+__typeof__(cudaMallocFromPoolAsync) cudaMallocFromPoolAsync_ptsz;
 __typeof__(cudaStreamBeginCapture) cudaStreamBeginCapture_ptsz;
 __typeof__(cudaStreamBeginCaptureToGraph) cudaStreamBeginCaptureToGraph_ptsz;
 __typeof__(cudaStreamEndCapture) cudaStreamEndCapture_ptsz;
@@ -396,6 +400,37 @@ cudaError_t cudaMallocAsync(void **devPtr, size_t size, cudaStream_t hStream)
 cudaError_t cudaMallocAsync_ptsz(void **devPtr, size_t size, cudaStream_t hStream)
 {
     return malloc_async(devPtr, size, hStream, 1);
+}
+
+/* The runtime's pool types are the driver's. */
+cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolProps *poolProps)
+{
+    return DRV(MemPoolCreate, 0, (CUmemoryPool *)memPool, (const CUmemPoolProps *)poolProps);
+}
+
+cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool)
+{
+    return DRV(MemPoolDestroy, 0, (CUmemoryPool)memPool);
+}
+
+static cudaError_t malloc_from_pool(void **p, size_t size, cudaMemPool_t pool, cudaStream_t s, int ptsz)
+{
+    CUdeviceptr d = 0;
+    if (!p)
+        return ret(cudaErrorInvalidValue);
+    cudaError_t e = DRV(MemAllocFromPoolAsync, ptsz, &d, size, (CUmemoryPool)pool, s);
+    *p = (void *)(uintptr_t)d;
+    return e;
+}
+
+cudaError_t cudaMallocFromPoolAsync(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream)
+{
+    return malloc_from_pool(ptr, size, memPool, stream, 0);
+}
+
+cudaError_t cudaMallocFromPoolAsync_ptsz(void **ptr, size_t size, cudaMemPool_t memPool, cudaStream_t stream)
+{
+    return malloc_from_pool(ptr, size, memPool, stream, 1);
 }
 
 cudaError_t cudaFreeAsync(void *devPtr, cudaStream_t hStream)

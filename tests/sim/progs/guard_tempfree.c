@@ -1,27 +1,39 @@
-/* Guard scenario: a loop that allocates scratch memory and frees it at every
- * iteration, as Thrust's temporary storage is, with a memset and a copy on
- * memory that stays and kernels on the scratch. Only copy and memset nodes
- * hold the memory they name: a free of memory none of them names keeps the
- * graphs, and the loop replays. */
+/* Guard scenario: a loop that allocates device scratch memory and frees it
+ * at every iteration, as Thrust's temporary storage is, with a memset of the
+ * scratch, a memset and copies on memory that stays (one into pinned
+ * memory), and kernels. Device
+ * memory is named by address: handed out again at the same address, the
+ * graphs stay, and the loop replays; so they do when pinned memory no copy
+ * names is freed. */
 #include "common.h"
 
 enum { N = 512, ITERS = 24 };
 
 int main(void)
 {
-    float *y, *r, *keep, *tmp;
+    float *y, *r, *keep, *tmp, *hkeep, sum = 0.0f;
     cudaStream_t s = start_y_r(&y, &r);
     CK(cudaMalloc((void **)&keep, N * sizeof(float)));
+    CK(cudaMallocHost((void **)&hkeep, 64 * sizeof(float)));
     for (int it = 0; it < ITERS; it++) {
         CK(cudaMalloc((void **)&tmp, N * sizeof(float)));
+        CK(cudaMemsetAsync(tmp + N / 2, 0, N / 2 * sizeof(float), s));
         CK(cudaMemsetAsync(keep, 0, N * sizeof(float), s));
         CK(cudaMemcpyAsync(keep + N / 4, y, N / 2 * sizeof(float), cudaMemcpyDeviceToDevice, s));
         mix(s, tmp, y, keep, N);
         acc(s, y, tmp, 0.25f, N);
         axpb(s, y, 0.5f, 0.01f, N);
+        CK(cudaMemcpyAsync(hkeep, y, 64 * sizeof(float), cudaMemcpyDeviceToHost, s));
         CK(cudaFree(tmp));
+        sum += hkeep[it % 64];
+        /* Pinned memory no copy names, freed: the graphs stay too. */
+        float *ph;
+        CK(cudaMallocHost((void **)&ph, 64 * sizeof(float)));
+        ph[0] = (float)it;
+        CK(cudaFreeHost(ph));
     }
     CK(cudaFree(keep));
+    printf("sum %.9g\n", (double)sum);
     print_dev("y", y, N);
     return 0;
 }
