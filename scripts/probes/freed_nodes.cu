@@ -1,0 +1,76 @@
+// scripts/probes/freed_nodes.cu: what the driver does with a graph whose copy or
+// memset node names memory that was freed and allocated again, by kind of memory;
+// and what one cudaGetDevice costs (bare, or under cgraft with LD_PRELOAD).
+//   nvcc -O2 -cudart shared -o freed_nodes scripts/probes/freed_nodes.cu
+//   for m in 0 1 2 3 4; do for node in 0 1; do ./freed_nodes $m $node; done; done
+//   ./freed_nodes get
+// Each trial runs in a process of its own: one of them faults. m: 0 device,
+// 1 pinned, 2 registered, 3 managed, 4 stream-ordered; node: 0 copy, 1 memset
+// (not on pinned or registered memory).
+#include <cstdio>
+#include <cstdlib>
+#include <chrono>
+#include <cuda_runtime.h>
+static const size_t N = 1 << 18, B = N * sizeof(float);
+// Memory of kind m.
+static void *alloc_of(int m, void **keep) {
+    void *p = nullptr;
+    if (m == 0) cudaMalloc(&p, B);
+    if (m == 1) cudaMallocHost(&p, B);
+    if (m == 2) { p = aligned_alloc(4096, B); cudaHostRegister(p, B, 0); *keep = p; }
+    if (m == 3) cudaMallocManaged(&p, B);
+    if (m == 4) { cudaMallocAsync(&p, B, 0); cudaStreamSynchronize(0); }
+    return p;
+}
+static void free_of(int m, void *p) {
+    if (m == 0) cudaFree(p);
+    if (m == 1) cudaFreeHost(p);
+    if (m == 2) { cudaHostUnregister(p); free(p); }
+    if (m == 3) cudaFree(p);
+    if (m == 4) { cudaFreeAsync(p, 0); cudaStreamSynchronize(0); }
+}
+// A copy node from memory of kind m into device memory, or a memset node on it;
+// the graph launched, the memory freed and allocated again, the graph launched
+// again unchanged, as a replay would where the program names the same address.
+static void trial(int m, int node) {
+    static const char *names[] = {"device", "pinned", "registered", "managed", "async"};
+    float *d; cudaMalloc(&d, B); cudaMemset(d, 0, B);
+    void *keep = nullptr; float *a = (float *)alloc_of(m, &keep);
+    cudaMemset(a, 0, B); cudaDeviceSynchronize();
+    cudaGraph_t g; cudaGraphCreate(&g, 0);
+    cudaGraphNode_t n;
+    cudaError_t ra;
+    if (node == 0) ra = cudaGraphAddMemcpyNode1D(&n, g, nullptr, 0, d, a, B, cudaMemcpyDefault);
+    else { cudaMemsetParams p = {}; p.dst = a; p.value = 0x3f800000; p.elementSize = 4; p.width = N; p.height = 1;
+           ra = cudaGraphAddMemsetNode(&n, g, nullptr, 0, &p); }
+    cudaGraphExec_t e; cudaError_t ri = cudaGraphInstantiate(&e, g, 0);
+    cudaError_t r1 = cudaGraphLaunch(e, 0); cudaError_t s1 = cudaDeviceSynchronize();
+    free_of(m, a);
+    void *keep2 = nullptr; float *b = (float *)alloc_of(m, &keep2);
+    if (node == 0) { if (m == 1 || m == 2 || m == 3) for (size_t i = 0; i < N; i++) b[i] = 2.0f; else cudaMemset(b, 0x40, B); }
+    else cudaMemset(b, 0, B);
+    cudaDeviceSynchronize();
+    cudaError_t r2 = cudaGraphLaunch(e, 0); cudaError_t s2 = cudaDeviceSynchronize();
+    float h = -1; cudaMemcpy(&h, node == 0 ? (const float *)d : b, 4, cudaMemcpyDefault);
+    printf("%-10s %-6s add=%d inst=%d launch1=%d sync1=%d same_addr=%d launch2=%s sync2=%s value=%g\n", names[m],
+           node == 0 ? "memcpy" : "memset", ra, ri, r1, s1, b == a, cudaGetErrorName(r2), cudaGetErrorName(s2), h);
+    cudaGetLastError();
+    cudaGraphExecDestroy(e); cudaGraphDestroy(g); cudaFree(d); free_of(m, b);
+}
+int main(int argc, char **argv) {
+    cudaFree(0);
+    if (argc == 3) { trial(atoi(argv[1]), atoi(argv[2])); return 0; }
+    if (argc == 2) {
+        int d; for (int i = 0; i < 1000; i++) cudaGetDevice(&d);
+        double best = 1e9;
+        for (int r = 0; r < 5; r++) {
+            auto t0 = std::chrono::steady_clock::now();
+            for (int i = 0; i < 1000000; i++) cudaGetDevice(&d);
+            double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - t0).count() / 1e6;
+            best = ns < best ? ns : best;
+        }
+        printf("cudaGetDevice %.1f ns a call (best of 5 x 1e6)\n", best);
+        return 0;
+    }
+    return 0;
+}
