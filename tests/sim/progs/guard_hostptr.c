@@ -4,7 +4,8 @@
  * iteration sets a flag with a kernel between two others on s; the flag is
  * in device memory, except every fourth iteration, when it is the mapped
  * flag the host then spins on, making no CUDA call, until the kernel has
- * set it. That launch must not be held: the spin would never end. */
+ * set it. That launch must not be held: the spin would never end. Then the
+ * same with a host-located pool's memory as the flag. */
 #include <time.h>
 
 #include "common.h"
@@ -39,21 +40,9 @@ static void spin(const int *p, int v, int it)
             FAIL("iteration %d: the flag never became %d (is %d)", it, v, __atomic_load_n(p, __ATOMIC_ACQUIRE));
 }
 
-int main(void)
+static void run(cudaStream_t s, int *mapped, int *dmapped, int *dflag, float *y, float *z)
 {
-    simSetDeviceThread(1);
-    register_kernels();
-    static const size_t fsz[] = { sizeof(int *), sizeof(int) };
-    if (simRegisterKernel(k_flag, "k_flag", 2, fsz))
-        FAIL("simRegisterKernel failed");
-    cudaStream_t s;
-    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
-    int *mapped, *dmapped, *dflag, seen = 0;
-    CK(cudaHostAlloc((void **)&mapped, sizeof(int), cudaHostAllocMapped));
-    CK(cudaHostGetDevicePointer((void **)&dmapped, mapped, 0));
-    *mapped = 0;
-    CK(cudaMalloc((void **)&dflag, sizeof(int)));
-    float *y = dev_alloc_init(N, 0.5f), *z = dev_alloc_init(N, 0.0f);
+    int seen = 0;
     for (int it = 0; it < ITERS; it++) {
         int host = it % 4 == 3;
         axpb(s, y, 0.9f, 0.1f, N);
@@ -71,7 +60,41 @@ int main(void)
     printf("flags mapped=%d device=%d seen=%d\n", *mapped, last, seen);
     print_dev("y", y, N);
     print_dev("z", z, N);
+}
+
+int main(void)
+{
+    simSetDeviceThread(1);
+    register_kernels();
+    static const size_t fsz[] = { sizeof(int *), sizeof(int) };
+    if (simRegisterKernel(k_flag, "k_flag", 2, fsz))
+        FAIL("simRegisterKernel failed");
+    cudaStream_t s;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    int *mapped, *dmapped, *dflag;
+    CK(cudaHostAlloc((void **)&mapped, sizeof(int), cudaHostAllocMapped));
+    CK(cudaHostGetDevicePointer((void **)&dmapped, mapped, 0));
+    *mapped = 0;
+    CK(cudaMalloc((void **)&dflag, sizeof(int)));
+    float *y = dev_alloc_init(N, 0.5f), *z = dev_alloc_init(N, 0.0f);
+    run(s, mapped, dmapped, dflag, y, z);
     CK(cudaFreeHost(mapped));
+    /* The same with memory from a host-located pool, which only the pool
+     * says is host memory. */
+    cudaMemPool_t pool;
+    struct cudaMemPoolProps pp;
+    memset(&pp, 0, sizeof pp);
+    pp.allocType = cudaMemAllocationTypePinned;
+    pp.location.type = cudaMemLocationTypeHost;
+    CK(cudaMemPoolCreate(&pool, &pp));
+    int *pflag;
+    CK(cudaMallocFromPoolAsync((void **)&pflag, sizeof(int), pool, s));
+    CK(cudaStreamSynchronize(s));
+    *pflag = 0;
+    run(s, pflag, pflag, dflag, y, z);
+    CK(cudaFreeAsync(pflag, s));
+    CK(cudaStreamSynchronize(s));
+    CK(cudaMemPoolDestroy(pool));
     simSetDeviceThread(0);
     return 0;
 }
