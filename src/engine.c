@@ -1631,22 +1631,13 @@ void cg_engine_forget_handle(int entry, CUstream s, CUevent e)
 	cg_lock_give(&E.mu);
 }
 
-void cg_engine_memory_freed(const void *p)
+void cg_engine_host_memory_freed(const void *p, size_t n)
 {
 	if (!cg_engine_remembers())
 		return;
-	/* Asked before the free: host memory's allocation; device memory
-	 * forgets nothing; unknown, any host memory. */
-	const void *start = NULL;
-	size_t n = SIZE_MAX;
-	int host = cg_mem_range(p, &start, &n);
-	if (!host)
-		return;
-	if (host < 0)
-		start = NULL, n = SIZE_MAX;
 	cg_lock_take(&E.mu);
 	cg_wait_turn();
-	cg_forget_memory_locked(start, n);
+	cg_forget_memory_locked(p, n);
 	cg_lock_give(&E.mu);
 }
 

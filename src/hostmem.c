@@ -64,18 +64,21 @@ void cg_hostmem_add(const void *p, size_t n)
 	pthread_rwlock_unlock(&cg_hm_lock);
 }
 
-void cg_hostmem_remove(const void *p)
+int cg_hostmem_remove(const void *p, size_t *n)
 {
 	uintptr_t lo = (uintptr_t)p;
+	int found = 0;
 	pthread_rwlock_wrlock(&cg_hm_lock);
-	for (size_t i = 0; i < cg_hm_n; i++)
+	for (size_t i = 0; i < cg_hm_n && !found; i++)
 		if (cg_hm[i].lo == lo) {
+			*n = cg_hm[i].hi - cg_hm[i].lo;
 			memmove(cg_hm + i, cg_hm + i + 1, (cg_hm_n - i - 1) * sizeof *cg_hm);
 			cg_hm_n--;
 			cg_filter_rebuild();
-			break;
+			found = 1;
 		}
 	pthread_rwlock_unlock(&cg_hm_lock);
+	return found;
 }
 
 static int cg_in_ranges(uintptr_t a)

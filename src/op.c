@@ -244,23 +244,9 @@ static enum cg_mem cg_mem_type(const void *p)
 	}
 }
 
-int cg_mem_range(const void *p, const void **start, size_t *size)
+int cg_mem_is_host(const void *p)
 {
-	CUpointer_attribute at[3] = { CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
-				      CU_POINTER_ATTRIBUTE_RANGE_SIZE };
-	unsigned type = 0;
-	CUdeviceptr base = 0;
-	size_t n = 0;
-	void *data[3] = { &type, &base, &n };
-	if (!p || CG_BK(pointer_attrs, 3, at, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
-		return -1;
-	if (type == CU_MEMORYTYPE_DEVICE)
-		return 0;
-	if (type != CU_MEMORYTYPE_HOST || !base || !n)
-		return -1;
-	*start = (const void *)(uintptr_t)base;
-	*size = n;
-	return 1;
+	return cg_mem_type(p) == CG_MEM_HOST;
 }
 
 /* Bytes from the first to past the last of a pitched block; a block of no

@@ -134,16 +134,16 @@ void cg_kinfo_forget_all(void) CG_HIDDEN;
 
 /* ---- host memory a kernel can reach (hostmem.c) ------------------------- */
 void cg_hostmem_add(const void *p, size_t n) CG_HIDDEN;
-void cg_hostmem_remove(const void *p) CG_HIDDEN;
+/* Forgets the range starting at p: 1 with its size, else 0. */
+int cg_hostmem_remove(const void *p, size_t *n) CG_HIDDEN;
 /* Whether a kernel op's parameters (cgraft's copy) hold an address in it. */
 int cg_hostmem_hit(const struct cg_op *op) CG_HIDDEN;
 /* Whether a kernel op's parameters hold an address in [p, p + n). */
 int cg_params_reach(const struct cg_op *op, const void *p, size_t n) CG_HIDDEN;
 /* Whether a copy op reads or writes host memory in [p, p + n). */
 int cg_op_names_host_memory(const struct cg_op *op, const void *p, size_t n) CG_HIDDEN;
-/* What CUDA knows p as: 1 host memory (pinned or registered; its
- * allocation's start and size), 0 device or managed memory, -1 unknown. */
-int cg_mem_range(const void *p, const void **start, size_t *size) CG_HIDDEN;
+/* Whether CUDA knows p as host memory (pinned or registered). */
+int cg_mem_is_host(const void *p) CG_HIDDEN;
 
 /* ---- normalisers (op.c) -------------------------------------------------- */
 /* A stream handle made explicit: NULL is the legacy stream or, through a

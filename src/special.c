@@ -392,9 +392,7 @@ static void cg_pool_pre(int entry)
 
 static void cg_pool_post(int rc, const void *p, size_t n)
 {
-	const void *start;
-	size_t size;
-	if (rc == 0 && cg_mem_range(p, &start, &size) == 1)
+	if (rc == 0 && cg_mem_is_host(p))
 		cg_host_memory(p, n);
 }
 
@@ -424,49 +422,53 @@ void cg_post_cuMemAllocFromPoolAsync(int entry, int pt, int rc, CUdeviceptr *p, 
 }
 
 /* Frees synchronise: held work goes out, and the memory is no longer host
- * memory a kernel can reach. */
-static void cg_freed(int entry, const void *p)
+ * memory a kernel can reach. A free of host memory (host: pinned,
+ * registered) forgets the graphs whose copies name it, in the range its
+ * allocation was noted with (not noted: any host memory). */
+static void cg_freed(int entry, const void *p, int host)
 {
 	if (cg_on())
 		cg_engine_boundary(entry, CG_K_SYNC, CG_WHY_UNSUPPORTED_API);
-	if (p) {
-		cg_hostmem_remove(p);
-		cg_engine_memory_freed(p);
-	}
+	if (!p)
+		return;
+	size_t n = 0;
+	int noted = cg_hostmem_remove(p, &n);
+	if (host)
+		cg_engine_host_memory_freed(noted ? p : NULL, noted ? n : SIZE_MAX);
 }
 
 void cg_pre_rt_host_unregister(int entry, int pt, void *p)
 {
 	(void)pt;
-	cg_freed(entry, p);
+	cg_freed(entry, p, 1);
 }
 
 void cg_pre_rt_free_host(int entry, int pt, void *p)
 {
 	(void)pt;
-	cg_freed(entry, p);
+	cg_freed(entry, p, 1);
 }
 
 void cg_pre_rt_free(int entry, int pt, void *p)
 {
 	(void)pt;
-	cg_freed(entry, p);
+	cg_freed(entry, p, 0);
 }
 
 void cg_pre_cuMemHostUnregister(int entry, int pt, void *p)
 {
 	(void)pt;
-	cg_freed(entry, p);
+	cg_freed(entry, p, 1);
 }
 
 void cg_pre_cuMemFreeHost(int entry, int pt, void *p)
 {
 	(void)pt;
-	cg_freed(entry, p);
+	cg_freed(entry, p, 1);
 }
 
 void cg_pre_cuMemFree_v2(int entry, int pt, CUdeviceptr p)
 {
 	(void)pt;
-	cg_freed(entry, (const void *)(uintptr_t)p);
+	cg_freed(entry, (const void *)(uintptr_t)p, 0);
 }

@@ -676,7 +676,8 @@ static void test_host_memory_never_held(void **state)
 	for (size_t k = 0; k < 2; k++)
 		assert_ptr_not_equal(fk_get(FK_GRAPH_ADD_KERNEL, m0, k).kernel, K(1));
 	assert_true(STAT(fallbacks[CG_WHY_HOST_MEMORY]) >= hm0 + 8);
-	cg_hostmem_remove(hostbuf);
+	size_t n_;
+	assert_true(cg_hostmem_remove(hostbuf, &n_));
 }
 
 /* A template learnt with device memory, then given host memory: that op is
@@ -710,7 +711,8 @@ static void test_host_memory_in_template(void **state)
 	m = fk_mark();
 	run_iter(&it, s);
 	assert_int_equal(count_res(&it, CG_DEFERRED), 3);
-	cg_hostmem_remove(hostbuf);
+	size_t n_;
+	assert_true(cg_hostmem_remove(hostbuf, &n_));
 }
 
 /* An address the graph was built with that becomes host memory later
@@ -733,7 +735,8 @@ static void test_host_memory_registered_later(void **state)
 		run_iter(&it, s);
 		assert_int_equal(it.res[0], CG_EAGER);
 	}
-	cg_hostmem_remove(hostbuf);
+	size_t n_;
+	assert_true(cg_hostmem_remove(hostbuf, &n_));
 }
 
 /* ---- pageable sources ------------------------------------------------------------------------------ */

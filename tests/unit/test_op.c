@@ -474,8 +474,11 @@ static void test_host_memory_at_any_offset(void **state)
 	op.u.k.ki = &ki;
 	op.u.k.params = p;
 	assert_true(cg_hostmem_hit(&op));
-	cg_hostmem_remove(host);
+	size_t n = 0;
+	assert_true(cg_hostmem_remove(host, &n));
+	assert_int_equal(n, sizeof host);
 	assert_false(cg_hostmem_hit(&op));
+	assert_false(cg_hostmem_remove(host, &n));
 }
 
 int main(void)
