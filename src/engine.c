@@ -1522,13 +1522,12 @@ void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why)
 	cg_lock_give(&E.mu);
 }
 
-/* Copy nodes hold host memory (pinned, registered) as the driver found it
+/* Copy and memset nodes hold the memory they name as the driver found it
  * when they were made or updated: freed and allocated again at the same
- * address, it is another allocation, and a launch of such a node faults
- * (pinned memory) or fails the context (registered memory gone). Device and
- * managed memory copy and memset nodes name by address: freed and handed
- * out again, a launch does what the eager call would (measured on the
- * H200: docs/architecture.md). Kernel nodes hold only bytes. */
+ * address, it is another allocation, and a launch of such a node may be
+ * refused, fault, or fail the context (measured on the H200, for pinned,
+ * registered and, in UnifiedMemoryPerf, device memory: docs/architecture.md).
+ * Kernel nodes hold only bytes. */
 struct cg_freed_range {
 	const void *p;
 	size_t n;
@@ -1537,12 +1536,12 @@ struct cg_freed_range {
 static int cg_names_memory(const struct cg_tmpl *t, void *cookie)
 {
 	const struct cg_freed_range *r = cookie;
-	return cg_graph_names_host_memory(t, r->p, r->n);
+	return cg_graph_names_memory(t, r->p, r->n);
 }
 
-/* Host memory [p, p + n) went away (or some, not said: NULL, SIZE_MAX):
- * graphs whose copies name it go, whether or not the engine stands aside
- * now. */
+/* Memory [p, p + n) went away (or some, not said: NULL, SIZE_MAX): graphs
+ * whose copies or memsets name it go, whether or not the engine stands
+ * aside now. */
 static void cg_forget_memory_locked(const void *p, size_t n)
 {
 	struct cg_freed_range r = { p, n };
@@ -1631,7 +1630,7 @@ void cg_engine_forget_handle(int entry, CUstream s, CUevent e)
 	cg_lock_give(&E.mu);
 }
 
-void cg_engine_host_memory_freed(const void *p, size_t n)
+void cg_engine_memory_freed(const void *p, size_t n)
 {
 	if (!cg_engine_remembers())
 		return;

@@ -29,7 +29,7 @@ void cg_engine_op_done(struct cg_op *op, int ok) CG_HIDDEN;
  * not model, counted with why against entry), CG_K_RESET (also forget
  * every graph and kernel layout, even while the engine stands aside, as the
  * two forgetting calls below do) or CG_K_FREE (a BND that frees memory it
- * does not say: every graph with a copy of host memory goes). */
+ * does not say: every graph with a copy or memset goes). */
 void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why) CG_HIDDEN;
 /* A synchronisation of stream s: 1 where the engine answers it, s having
  * nothing left (its last work a replayed read-back the calling thread
@@ -37,10 +37,10 @@ void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why) CG_HID
 int cg_engine_stream_sync(int entry, CUstream s) CG_HIDDEN;
 /* A stream or event is destroyed: held work goes out and graphs naming it go. */
 void cg_engine_forget_handle(int entry, CUstream s, CUevent e) CG_HIDDEN;
-/* Host memory [p, p + n) is about to be freed (some, not said: NULL,
- * SIZE_MAX), after a boundary: graphs whose copies name it, which hold such
+/* Memory [p, p + n) is about to be freed (some, not said: NULL, SIZE_MAX),
+ * after a boundary: graphs whose copies or memsets name it, which hold the
  * memory as they found it, go. */
-void cg_engine_host_memory_freed(const void *p, size_t n) CG_HIDDEN;
+void cg_engine_memory_freed(const void *p, size_t n) CG_HIDDEN;
 /* An NCCL communicator's calls are not held from now on: held work goes
  * out and graphs with its calls are forgotten. */
 void cg_engine_forget_comm(int entry, void *comm) CG_HIDDEN;

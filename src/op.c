@@ -249,6 +249,19 @@ int cg_mem_is_host(const void *p)
 	return cg_mem_type(p) == CG_MEM_HOST;
 }
 
+int cg_mem_range(const void *p, const void **start, size_t *size)
+{
+	CUpointer_attribute at[2] = { CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE };
+	CUdeviceptr base = 0;
+	size_t n = 0;
+	void *data[2] = { &base, &n };
+	if (!p || CG_BK(pointer_attrs, 2, at, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS || !base || !n)
+		return -1;
+	*start = (const void *)(uintptr_t)base;
+	*size = n;
+	return 0;
+}
+
 /* Bytes from the first to past the last of a pitched block; a block of no
  * bytes still names its address. */
 static size_t cg_extent(size_t pitch, size_t rows_per_slice, size_t width, size_t height, size_t depth)
@@ -264,15 +277,18 @@ static int cg_overlaps(const void *a, size_t an, const void *p, size_t n)
 	return x < y + n && y < x + an;
 }
 
-int cg_op_names_host_memory(const struct cg_op *op, const void *p, size_t n)
+int cg_op_names_memory(const struct cg_op *op, const void *p, size_t n)
 {
-	if (op->kind != CG_OP_COPY)
-		return 0; /* a held memset's memory is the device's */
-	const size_t w = op->u.cp.width, h = op->u.cp.height, d = op->u.cp.depth;
-	return (op->u.cp.dst_host &&
-		cg_overlaps(op->u.cp.dst, cg_extent(op->u.cp.dpitch, op->u.cp.dheight, w, h, d), p, n)) ||
-	       (op->u.cp.src_host &&
-		cg_overlaps(op->u.cp.src, cg_extent(op->u.cp.spitch, op->u.cp.sheight, w, h, d), p, n));
+	if (op->kind == CG_OP_COPY) {
+		const size_t w = op->u.cp.width, h = op->u.cp.height, d = op->u.cp.depth;
+		return cg_overlaps(op->u.cp.dst, cg_extent(op->u.cp.dpitch, op->u.cp.dheight, w, h, d), p, n) ||
+		       cg_overlaps(op->u.cp.src, cg_extent(op->u.cp.spitch, op->u.cp.sheight, w, h, d), p, n);
+	}
+	if (op->kind == CG_OP_MEMSET)
+		return cg_overlaps(op->u.ms.dst,
+				   cg_extent(op->u.ms.pitch, 1, (size_t)op->u.ms.width * op->u.ms.elem, op->u.ms.height, 1),
+				   p, n);
+	return 0;
 }
 
 /* A linear copy, whatever call it came from. sync: the blocking form of the

@@ -140,10 +140,12 @@ int cg_hostmem_remove(const void *p, size_t *n) CG_HIDDEN;
 int cg_hostmem_hit(const struct cg_op *op) CG_HIDDEN;
 /* Whether a kernel op's parameters hold an address in [p, p + n). */
 int cg_params_reach(const struct cg_op *op, const void *p, size_t n) CG_HIDDEN;
-/* Whether a copy op reads or writes host memory in [p, p + n). */
-int cg_op_names_host_memory(const struct cg_op *op, const void *p, size_t n) CG_HIDDEN;
+/* Whether a copy or memset op reads or writes memory in [p, p + n). */
+int cg_op_names_memory(const struct cg_op *op, const void *p, size_t n) CG_HIDDEN;
 /* Whether CUDA knows p as host memory (pinned or registered). */
 int cg_mem_is_host(const void *p) CG_HIDDEN;
+/* The allocation CUDA knows p by: 0 with its start and size, else -1. */
+int cg_mem_range(const void *p, const void **start, size_t *size) CG_HIDDEN;
 
 /* ---- normalisers (op.c) -------------------------------------------------- */
 /* A stream handle made explicit: NULL is the legacy stream or, through a

@@ -539,9 +539,9 @@ int cg_graph_reaches(const struct cg_tmpl *t, const void *p, size_t n)
 	return cg_graph_touches(t, cg_params_reach, p, n);
 }
 
-int cg_graph_names_host_memory(const struct cg_tmpl *t, const void *p, size_t n)
+int cg_graph_names_memory(const struct cg_tmpl *t, const void *p, size_t n)
 {
-	return cg_graph_touches(t, cg_op_names_host_memory, p, n);
+	return cg_graph_touches(t, cg_op_names_memory, p, n);
 }
 
 /* ---- variants ---------------------------------------------------------------- */

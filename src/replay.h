@@ -22,9 +22,9 @@ const struct cg_op *cg_graph_expect(const struct cg_tmpl *t, size_t i) CG_HIDDEN
 /* Whether a kernel of t, as recorded or in a variant, is given an address
  * in [p, p + n). */
 int cg_graph_reaches(const struct cg_tmpl *t, const void *p, size_t n) CG_HIDDEN;
-/* Whether a copy of t, as recorded or in a variant, names host memory in
- * [p, p + n). */
-int cg_graph_names_host_memory(const struct cg_tmpl *t, const void *p, size_t n) CG_HIDDEN;
+/* Whether a copy or memset of t, as recorded or in a variant, names memory
+ * in [p, p + n). */
+int cg_graph_names_memory(const struct cg_tmpl *t, const void *p, size_t n) CG_HIDDEN;
 
 struct cg_launch {
 	const struct cg_op *ops;  /* the held ops, n == t->n */

@@ -421,20 +421,22 @@ void cg_post_cuMemAllocFromPoolAsync(int entry, int pt, int rc, CUdeviceptr *p, 
 	cg_pool_post(rc, rc == 0 ? (const void *)(uintptr_t)*p : NULL, n);
 }
 
-/* Frees synchronise: held work goes out, and the memory is no longer host
- * memory a kernel can reach. A free of host memory (host: pinned,
- * registered) forgets the graphs whose copies name it, in the range its
- * allocation was noted with (not noted: any host memory). */
+/* Frees synchronise: held work goes out, the memory is no longer host
+ * memory a kernel can reach, and the graphs whose copies or memsets name its
+ * allocation go. Its range: as host memory was noted (pinned, registered,
+ * managed), else as the driver tells device memory (host: a free of host
+ * memory, which the driver is not asked about), else not known. */
 static void cg_freed(int entry, const void *p, int host)
 {
 	if (cg_on())
 		cg_engine_boundary(entry, CG_K_SYNC, CG_WHY_UNSUPPORTED_API);
 	if (!p)
 		return;
+	const void *start = p;
 	size_t n = 0;
-	int noted = cg_hostmem_remove(p, &n);
-	if (host)
-		cg_engine_host_memory_freed(noted ? p : NULL, noted ? n : SIZE_MAX);
+	if (!cg_hostmem_remove(p, &n) && (host || cg_mem_range(p, &start, &n)))
+		start = NULL, n = SIZE_MAX;
+	cg_engine_memory_freed(start, n);
 }
 
 void cg_pre_rt_host_unregister(int entry, int pt, void *p)

@@ -2498,21 +2498,16 @@ static struct CUgraphNode_st *node_new(CUgraph g, const sim_work *w, const CUgra
     return node;
 }
 
-/* A graph's copy or memset holds the host allocation (pinned, registered)
- * it names, as the H200's driver does: launched after that memory was freed,
- * even with the same address handed out again, it is refused. Device and
- * managed memory it names by address. */
-static unsigned long long host_alloc_id(const sim_alloc *a)
-{
-    return a && (a->kind == SIM_MEM_PINNED || a->kind == SIM_MEM_REGISTERED) ? a->id : 0;
-}
-
+/* A graph's copy or memset holds the allocation it names, as the H200's
+ * driver may: launched after that memory was freed, even with the same
+ * address handed out again, it is refused. */
 static void work_bind_locked(sim_work *w)
 {
     if (w->kind != SIM_W_COPY && w->kind != SIM_W_SET)
         return;
-    w->dalloc = host_alloc_id(alloc_find_locked(w->dst));
-    w->salloc = w->kind == SIM_W_COPY ? host_alloc_id(alloc_find_locked(w->src)) : 0;
+    sim_alloc *d = alloc_find_locked(w->dst), *s = w->kind == SIM_W_COPY ? alloc_find_locked(w->src) : NULL;
+    w->dalloc = d ? d->id : 0;
+    w->salloc = s ? s->id : 0;
 }
 
 static int work_bound_ok_locked(const sim_work *w)

@@ -3,9 +3,9 @@
  * same address, as allocators hand it out), before the same loop once more;
  * then its device scratch memory freed and allocated again; then the same
  * with cudaMallocAsync and cudaFreeAsync; then with pinned memory from a
- * host-located pool. A graph's copy and memset nodes
- * hold the host memory they name as they found it: replayed after the free
- * they would name memory that is gone. Device memory they name by address. */
+ * host-located pool. A graph's copy and memset nodes hold the memory they
+ * name as they found it: replayed after the free they would name memory
+ * that is gone. */
 #include "common.h"
 
 enum { N = 512, SCRATCH = 2048, HOST = 1024, ITERS = 12 };
