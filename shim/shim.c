@@ -107,11 +107,11 @@ void *cg_entry_real(int entry)
 	return p ? p : cg_tramp_resolve((unsigned)entry);
 }
 
-/* Called by cg_tramp_common with the caller's arguments kept aside. */
 /* The generated PURE trampolines count into cg_stats.calls[id] at 8 * id. */
 _Static_assert(offsetof(struct cg_stats, calls) == 0 && sizeof(cg_stats.calls[0]) == 8,
 	       "cg_tramp_gen.S counts at cg_stats + 8 * entry");
 
+/* Called by cg_tramp_common with the caller's arguments kept aside. */
 void *cg_tramp_enter(unsigned id) CG_HIDDEN;
 void *cg_tramp_enter(unsigned id)
 {

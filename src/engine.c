@@ -1630,10 +1630,14 @@ void cg_engine_forget_handle(int entry, CUstream s, CUevent e)
 	cg_lock_give(&E.mu);
 }
 
-void cg_engine_memory_freed(const void *p, size_t n)
+void cg_engine_memory_freed(const void *p, size_t n, int host)
 {
 	if (!cg_engine_remembers())
 		return;
+	/* Not noted: device memory's range as the driver tells it, asked
+	 * before the free; else some memory, not said. */
+	if (!n && (host || cg_backend_ready() || cg_mem_range(p, &p, &n)))
+		p = NULL, n = SIZE_MAX;
 	cg_lock_take(&E.mu);
 	cg_wait_turn();
 	cg_forget_memory_locked(p, n);

@@ -37,10 +37,11 @@ void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why) CG_HID
 int cg_engine_stream_sync(int entry, CUstream s) CG_HIDDEN;
 /* A stream or event is destroyed: held work goes out and graphs naming it go. */
 void cg_engine_forget_handle(int entry, CUstream s, CUevent e) CG_HIDDEN;
-/* Memory [p, p + n) is about to be freed (some, not said: NULL, SIZE_MAX),
- * after a boundary: graphs whose copies or memsets name it, which hold the
- * memory as they found it, go. */
-void cg_engine_memory_freed(const void *p, size_t n) CG_HIDDEN;
+/* The allocation at p is about to be freed, after a boundary: graphs whose
+ * copies or memsets name it, which hold the memory as they found it, go. n:
+ * its size, where cgraft noted it as host or managed memory, else 0 (host:
+ * host memory, whose range the driver is not asked). */
+void cg_engine_memory_freed(const void *p, size_t n, int host) CG_HIDDEN;
 /* An NCCL communicator's calls are not held from now on: held work goes
  * out and graphs with its calls are forgotten. */
 void cg_engine_forget_comm(int entry, void *comm) CG_HIDDEN;

@@ -423,20 +423,16 @@ void cg_post_cuMemAllocFromPoolAsync(int entry, int pt, int rc, CUdeviceptr *p, 
 
 /* Frees synchronise: held work goes out, the memory is no longer host
  * memory a kernel can reach, and the graphs whose copies or memsets name its
- * allocation go. Its range: as host memory was noted (pinned, registered,
- * managed), else as the driver tells device memory (host: a free of host
- * memory, which the driver is not asked about), else not known. */
+ * allocation go (host: a free of host memory). */
 static void cg_freed(int entry, const void *p, int host)
 {
 	if (cg_on())
 		cg_engine_boundary(entry, CG_K_SYNC, CG_WHY_UNSUPPORTED_API);
 	if (!p)
 		return;
-	const void *start = p;
 	size_t n = 0;
-	if (!cg_hostmem_remove(p, &n) && (host || cg_mem_range(p, &start, &n)))
-		start = NULL, n = SIZE_MAX;
-	cg_engine_memory_freed(start, n);
+	int noted = cg_hostmem_remove(p, &n);
+	cg_engine_memory_freed(p, noted ? n : 0, host);
 }
 
 void cg_pre_rt_host_unregister(int entry, int pt, void *p)
