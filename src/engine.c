@@ -1546,7 +1546,10 @@ static void cg_forget_memory_locked(const void *p, size_t n)
 {
 	struct cg_freed_range r = { p, n };
 	cg_build_pause();
-	cg_bury(cg_table_take_if(cg_names_memory, &r));
+	struct cg_tmpl *gone = cg_table_take_if(cg_names_memory, &r);
+	for (const struct cg_tmpl *t = gone; t; t = t->next)
+		cg_stat_add(forgotten_freed, 1);
+	cg_bury(gone);
 	cg_build_go();
 }
 
