@@ -171,6 +171,18 @@ static inline void sq(cudaStream_t s, float *y, int n)
     CK(cudaLaunchKernel((const void *)k_sq, d1(grid_for(n)), d1(BLOCK), args, 0, s));
 }
 
+/* A memory pool of pinned host memory (a host-located pool). */
+static inline cudaMemPool_t host_pool(void)
+{
+    cudaMemPool_t pool;
+    struct cudaMemPoolProps pp;
+    memset(&pp, 0, sizeof pp);
+    pp.allocType = cudaMemAllocationTypePinned;
+    pp.location.type = cudaMemLocationTypeHost;
+    CK(cudaMemPoolCreate(&pool, &pp));
+    return pool;
+}
+
 /* A solver step that reads its residual back into pageable memory: the
  * copy returns with the value in it. */
 static inline float residual_step(cudaStream_t s, float *x, float *r, int n, float b)

@@ -52,12 +52,7 @@ int main(void)
     /* Pinned memory from a host-located pool, freed in stream order (a call
      * that does not say what it frees to cgraft) and handed out again. */
     CK(cudaMalloc((void **)&scratch, SCRATCH * sizeof(float)));
-    cudaMemPool_t pool;
-    struct cudaMemPoolProps pp;
-    memset(&pp, 0, sizeof pp);
-    pp.allocType = cudaMemAllocationTypePinned;
-    pp.location.type = cudaMemLocationTypeHost;
-    CK(cudaMemPoolCreate(&pool, &pp));
+    cudaMemPool_t pool = host_pool();
     for (int round = 0; round < 2; round++) {
         CK(cudaMallocFromPoolAsync((void **)&host, HOST * sizeof(float), pool, s));
         CK(cudaStreamSynchronize(s));

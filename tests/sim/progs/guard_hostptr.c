@@ -81,12 +81,7 @@ int main(void)
     CK(cudaFreeHost(mapped));
     /* The same with memory from a host-located pool, which only the pool
      * says is host memory. */
-    cudaMemPool_t pool;
-    struct cudaMemPoolProps pp;
-    memset(&pp, 0, sizeof pp);
-    pp.allocType = cudaMemAllocationTypePinned;
-    pp.location.type = cudaMemLocationTypeHost;
-    CK(cudaMemPoolCreate(&pool, &pp));
+    cudaMemPool_t pool = host_pool();
     int *pflag;
     CK(cudaMallocFromPoolAsync((void **)&pflag, sizeof(int), pool, s));
     CK(cudaStreamSynchronize(s));
