@@ -4,23 +4,36 @@
 //   nvcc -O2 -cudart shared -o freed_nodes scripts/probes/freed_nodes.cu
 //   for m in 0 1 2 3 4; do for node in 0 1; do ./freed_nodes $m $node; done; done
 //   ./freed_nodes get
+//   ./freed_nodes walk dmd 0     (one address through kinds of memory in turn)
 // Each trial runs in a process of its own: one of them faults. m: 0 device,
 // 1 pinned, 2 registered, 3 managed, 4 stream-ordered; node: 0 copy, 1 memset
-// (not on pinned or registered memory).
+// (not on pinned or registered memory). A walk's letters are kinds (d device,
+// p pinned, r registered, m managed, a stream-ordered), each optionally followed
+// by a digit k for an allocation of 2^k times the size: the graph is made on the
+// first, then each is allocated after the one before it is freed, filled, and the
+// unchanged graph launched, as a replay would where the program names that address
+// (a capital letter: allocated and filled, the graph not launched); node 2: a copy
+// into the walked memory.
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <chrono>
 #include <cuda_runtime.h>
 static const size_t N = 1 << 18, B = N * sizeof(float);
-// Memory of kind m.
-static void *alloc_of(int m, void **keep) {
+// Memory of kind m, of b bytes.
+static void *alloc_sized(int m, void **keep, size_t b) {
     void *p = nullptr;
-    if (m == 0) cudaMalloc(&p, B);
-    if (m == 1) cudaMallocHost(&p, B);
-    if (m == 2) { p = aligned_alloc(4096, B); cudaHostRegister(p, B, 0); *keep = p; }
-    if (m == 3) cudaMallocManaged(&p, B);
-    if (m == 4) { cudaMallocAsync(&p, B, 0); cudaStreamSynchronize(0); }
+    if (m == 0) cudaMalloc(&p, b);
+    if (m == 1) cudaMallocHost(&p, b);
+    if (m == 2) { p = aligned_alloc(4096, b); cudaHostRegister(p, b, 0); *keep = p; }
+    if (m == 3) cudaMallocManaged(&p, b);
+    if (m == 4) { cudaMallocAsync(&p, b, 0); cudaStreamSynchronize(0); }
     return p;
+}
+static void *alloc_of(int m, void **keep) { return alloc_sized(m, keep, B); }
+__global__ void fill_kernel(float *a, float v) {
+    size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x;
+    if (i < N) a[i] = v;
 }
 static void free_of(int m, void *p) {
     if (m == 0) cudaFree(p);
@@ -57,8 +70,50 @@ static void trial(int m, int node) {
     cudaGetLastError();
     cudaGraphExecDestroy(e); cudaGraphDestroy(g); cudaFree(d); free_of(m, b);
 }
+// The walk: one line a step, flushed before the launch (a step may fault).
+static void walk(const char *kinds, int node) {
+    float *d; cudaMalloc(&d, B); cudaMemset(d, 0, B);
+    void *keep = nullptr, *first = nullptr, *a = nullptr;
+    int prev = -1;
+    cudaGraphExec_t e = nullptr;
+    for (int step = 0; kinds[step]; step++) {
+        char c = kinds[step];
+        bool launch = c >= 'a';  // a capital letter: allocated and filled, the graph not launched
+        const char *at = strchr("dprma", launch ? c : c - 'A' + 'a');
+        if (!at) continue;
+        int m = (int)(at - "dprma"), k = 0;
+        if (kinds[step + 1] >= '0' && kinds[step + 1] <= '9') k = kinds[step + 1] - '0';
+        if (a) free_of(prev, a);
+        a = alloc_sized(m, &keep, B << k);
+        prev = m;
+        float v = (float)(step + 1);
+        if (m == 1 || m == 2 || m == 3) for (size_t i = 0; i < N; i++) ((float *)a)[i] = v;
+        else { fill_kernel<<<(N + 255) / 256, 256>>>((float *)a, v); }
+        cudaDeviceSynchronize();
+        if (!e) {
+            first = a;
+            cudaGraph_t g; cudaGraphCreate(&g, 0); cudaGraphNode_t n;
+            if (node == 0) cudaGraphAddMemcpyNode1D(&n, g, nullptr, 0, d, a, B, cudaMemcpyDefault);
+            else if (node == 2) cudaGraphAddMemcpyNode1D(&n, g, nullptr, 0, a, d, B, cudaMemcpyDefault);
+            else { cudaMemsetParams p = {}; p.dst = a; p.value = 0x3f800000u; p.elementSize = 4;
+                   p.width = N; p.height = 1; cudaGraphAddMemsetNode(&n, g, nullptr, 0, &p); }
+            cudaError_t ri = cudaGraphInstantiate(&e, g, 0);
+            printf("step %d %c%d made graph inst=%s\n", step, kinds[step], k, cudaGetErrorName(ri));
+            cudaGraphDestroy(g);
+        }
+        if (!launch) { printf("step %d %c%d same_addr=%d not launched\n", step, c, k, a == first); continue; }
+        printf("step %d %c%d same_addr=%d launching\n", step, kinds[step], k, a == first); fflush(stdout);
+        cudaError_t r = cudaGraphLaunch(e, 0), s2 = cudaDeviceSynchronize();
+        float h = -1; cudaMemcpy(&h, node == 0 ? (const float *)d : (const float *)a, 4, cudaMemcpyDefault);
+        printf("step %d %c%d launch=%s sync=%s value=%g (eager %g)\n", step, kinds[step], k, cudaGetErrorName(r),
+               cudaGetErrorName(s2), h, node == 0 ? (a == first ? v : -2.0f) : node == 2 ? 0.0f : 1.0f);
+        fflush(stdout);
+        if (r != cudaSuccess || s2 != cudaSuccess) { cudaGetLastError(); break; }
+    }
+}
 int main(int argc, char **argv) {
     cudaFree(0);
+    if (argc == 4 && !strcmp(argv[1], "walk")) { walk(argv[2], atoi(argv[3])); return 0; }
     if (argc == 3) { trial(atoi(argv[1]), atoi(argv[2])); return 0; }
     if (argc == 2) {
         int d; for (int i = 0; i < 1000; i++) cudaGetDevice(&d);
