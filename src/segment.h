@@ -104,10 +104,11 @@ void cg_seg_drop_front(struct cg_seg *s, size_t k) CG_HIDDEN;
 /* Shorter stretches of periods are not cut for good: they may be parts of
  * an iteration, repeating inside it. */
 #define CG_PERIOD_MIN_RUN 128
-/* Halves from this long are cut early, on probation till the stretch has
+/* Halves from this long together are cut early (a timed loop run once
+ * replays from its 17th launch), on probation till the stretch has
  * run CG_PERIOD_MIN_RUN ops, except where stretches of the same ops
  * (cg_period_key) ended short of that CG_PERIOD_SHORT_TRIES times. */
-#define CG_PERIOD_EARLY_RUN 32
+#define CG_PERIOD_EARLY_RUN 16
 #define CG_PERIOD_SHORTS 8
 #define CG_PERIOD_SHORT_TRIES 2
 struct cg_period {
