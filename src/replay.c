@@ -56,12 +56,11 @@ struct cg_graph {
 	int launched;
 	/* Device allocations its copies or memsets name that were freed since
 	 * its last launch, with what CUDA said of them: it launches again only
-	 * where the same kind of allocation took each range again, and then
-	 * (sealed) only with its copy and memset nodes as they are: no update
-	 * of theirs, no variant made from the recording. */
+	 * where the same kind of allocation took each range again. Once one
+	 * was, no variant is made from the recording (its nodes were made for
+	 * the first). */
 	struct cg_mem_sig freed[CG_MAX_FREED];
 	int nfreed, sealed;
-	int refused;            /* this launch needed such a node updated */
 };
 
 /* A launch's values: the held op where it differs from the predicted
@@ -328,13 +327,6 @@ static int cg_update_node(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 		int k = atomic_fetch_add(&logged, 1) + 1;
 		cg_debug("node %zu of a %zu-op graph updated%s: %s", i, t->n, k == 200 ? " (last such message)" : "",
 			 what);
-	}
-	/* Kept past a free, its copies and memsets launch only as the driver
-	 * took them: updated after the memory was taken again, such a node
-	 * was refused at launch (UnifiedMemoryPerf on the H200, error 1). */
-	if (g->sealed && (op->kind == CG_OP_COPY || op->kind == CG_OP_MEMSET)) {
-		g->refused = 1;
-		return -ESTALE;
 	}
 	CUresult rc = CUDA_ERROR_NOT_SUPPORTED;
 	uint64_t c0 = cg_cost_start();
@@ -682,15 +674,10 @@ static int cg_stage(struct cg_graph *g, const struct cg_tmpl *t, struct cg_varia
 			memcpy(g->staging[b] + g->stage_off[i], o->u.cp.src, n);
 		}
 	if (v->stage != b) {
-		/* Its nodes read b once every one of them was updated: after
-		 * an update refused, the next launch updates them all again. */
-		int was = v->stage;
 		v->stage = b;
 		for (size_t i = 0; i < t->n; i++)
-			if (cg_staged(&t->ops[i]) && cg_update_node(g, t, v, i, &ops[i], cg_op_values_hash(&ops[i]))) {
-				v->stage = was;
+			if (cg_staged(&t->ops[i]) && cg_update_node(g, t, v, i, &ops[i], cg_op_values_hash(&ops[i])))
 				return -EIO;
-			}
 	}
 	g->cur = b;
 	return 0;
@@ -756,11 +743,8 @@ int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l)
 		dirty = dirty_all;
 	}
 	struct cg_variant *v = cg_pick_variant(g, t, l->ops, dirty);
-	if (!v || (g->stage_size && cg_stage(g, t, v, l->ops)) || cg_fork(g, l)) {
-		int refused = g->refused;
-		g->refused = 0;
-		return refused ? -ESTALE : -EIO;
-	}
+	if (!v || (g->stage_size && cg_stage(g, t, v, l->ops)) || cg_fork(g, l))
+		return -EIO;
 	CUstream ls = g->dag.streams[0];
 	CUresult lr = CG_BK(graph_launch, v->exec, ls);
 	if (lr != CUDA_SUCCESS) {

@@ -28,9 +28,8 @@ int cg_graph_names_memory(const struct cg_tmpl *t, const void *p, size_t n) CG_H
 
 /* Keeps t's graph past the free of a device allocation its copies or
  * memsets name (what CUDA said of it before the free: sig): it launches
- * again only once an allocation of the same signature is there, and only
- * with its copy and memset nodes unchanged. 0, or -1 where it cannot be
- * kept (no graph yet, being built, too many such). */
+ * again only once an allocation of the same signature is there. 0, or -1
+ * where it cannot be kept (no graph yet, being built, too many such). */
 int cg_graph_keep_freed(const struct cg_tmpl *t, const struct cg_mem_sig *sig) CG_HIDDEN;
 
 struct cg_launch {
@@ -46,8 +45,7 @@ struct cg_launch {
 };
 /* Launches t; 0, or a negative errno when nothing of the graph ran (the
  * caller submits the ops eagerly): -ESTALE where memory it names was freed
- * and is not the same kind of allocation again, or a copy or memset node of
- * a graph kept past such a free would need an update. */
+ * and is not the same kind of allocation again. */
 int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l) CG_HIDDEN;
 
 #endif

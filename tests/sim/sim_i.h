@@ -79,7 +79,6 @@ typedef struct sim_work {
      * same address, its launch is refused, unless device memory of the
      * same kind, range and context took it again (simcore.c). */
     sim_held sheld, dheld;
-    int broken;                       /* updated after its allocation was taken again */
 } sim_work;
 
 /* What the allocation table knows about an address. */

@@ -2526,13 +2526,6 @@ static int held_ok_locked(const sim_held *h, const void *p)
                               a->size == h->size && a->pooled == h->pooled && a->ctx == h->ctx);
 }
 
-/* Whether the very allocation h was made for is still there. */
-static int held_same_locked(const sim_held *h, const void *p)
-{
-    sim_alloc *a = h->id ? alloc_find_locked(p) : NULL;
-    return !h->id || (a && a->id == h->id);
-}
-
 static void work_bind_locked(sim_work *w)
 {
     if (w->kind != SIM_W_COPY && w->kind != SIM_W_SET)
@@ -2548,7 +2541,7 @@ static int work_bound_ok_locked(const sim_work *w)
 {
     if (w->kind != SIM_W_COPY && w->kind != SIM_W_SET)
         return 1;
-    return !w->broken && held_ok_locked(&w->dheld, w->dst) && held_ok_locked(&w->sheld, w->src);
+    return held_ok_locked(&w->dheld, w->dst) && held_ok_locked(&w->sheld, w->src);
 }
 
 static CUresult graph_add_locked(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,
@@ -2918,15 +2911,8 @@ SIM_API CUresult simc_exec_set(CUgraphExec e, CUgraphNode node, int kind, sim_wo
     else if (kind == SIM_W_KERNEL && x->w[node->index].k != w->k)
         r = CUDA_ERROR_INVALID_VALUE;
     if (r == CUDA_SUCCESS) {
-        /* Updated after the memory it held was freed and taken again, a
-         * copy or memset node is refused at launch (UnifiedMemoryPerf on
-         * the H200: error 1); left as it was, it launches. */
-        const sim_work *was = &x->w[node->index];
-        int broken = was->broken || !held_same_locked(&was->dheld, was->dst) ||
-                     !held_same_locked(&was->sheld, was->src);
         simc_work_free(&x->w[node->index]);
         work_bind_locked(w);
-        w->broken = broken;
         x->w[node->index] = *w;
     } else {
         simc_work_free(w);

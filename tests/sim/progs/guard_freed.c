@@ -3,12 +3,11 @@
  * same address, as allocators hand it out), before the same loop once more;
  * then its device scratch memory freed and allocated again; then freed and
  * taken at the same address by cudaMallocAsync, and the same with
- * cudaFreeAsync; then with pinned memory from a host-located pool; then the
- * scratch freed and taken again, copied from other pinned memory after. A
- * graph's copy and memset nodes hold the memory they name as they found it:
+ * cudaFreeAsync; then with pinned memory from a host-located pool. A graph's
+ * copy and memset nodes hold the memory they name as they found it:
  * replayed after the free they would name memory that is gone, except
  * device memory the same kind of allocation took again (the scratch's
- * cudaMalloc, not its cudaMallocAsync), with the nodes left as they are. */
+ * cudaMalloc, not its cudaMallocAsync). */
 #include "common.h"
 
 enum { N = 512, SCRATCH = 2048, HOST = 1024, ITERS = 12 };
@@ -64,17 +63,6 @@ int main(void)
         CK(cudaStreamSynchronize(s));
     }
     CK(cudaMemPoolDestroy(pool));
-    /* The scratch taken again, then copied from other pinned memory: the
-     * copy nodes naming it would need an update. */
-    float *other[2];
-    for (int i = 0; i < 2; i++)
-        CK(cudaMallocHost((void **)&other[i], HOST * sizeof(float)));
-    loop(s, y, scratch, other[0], 0.08f);
-    CK(cudaFree(scratch));
-    CK(cudaMalloc((void **)&scratch, SCRATCH * sizeof(float)));
-    loop(s, y, scratch, other[1], 0.09f);
-    for (int i = 0; i < 2; i++)
-        CK(cudaFreeHost(other[i]));
     print_dev("y", y, N);
     return 0;
 }
