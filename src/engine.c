@@ -139,7 +139,7 @@ static void cg_resolve(int foreign, int diverged);
 static int cg_run_end(int host_waits);
 static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why);
 static void cg_forget_reset_locked(void);
-static void cg_forget_memory_locked(const void *p, size_t n, const struct cg_mem_sig *sig);
+static void cg_forget_memory_locked(const void *p, size_t n);
 static int cg_engine_remembers(void);
 static void cg_held_materialize(void);
 
@@ -893,7 +893,8 @@ static int cg_launch(struct cg_tmpl *t, size_t at, struct cg_wait *wait)
 	cg_relock_after_calls();
 	cg_cost_stop(CG_COST_LAUNCH, c0);
 	if (rc) {
-		cg_tmpl_backoff(t, rc == -ESTALE ? CG_WHY_FREED : CG_WHY_LAUNCH_FAILED, E.segno);
+		cg_count_fallback(CG_WHY_LAUNCH_FAILED);
+		cg_tmpl_backoff(t, CG_WHY_LAUNCH_FAILED, E.segno);
 		return rc;
 	}
 	cg_tmpl_note_replay(t, t0 ? E.defer_ns + cg_now_ns() - t0 : 0, E.segno, cg_opt.backoff_slow && !t->nccl);
@@ -1517,43 +1518,33 @@ void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why)
 	else if (kind == CG_K_RESET && cg_engine_remembers())
 		cg_forget_reset_locked();
 	else if (kind == CG_K_FREE && cg_engine_remembers())
-		cg_forget_memory_locked(NULL, SIZE_MAX, NULL);
+		cg_forget_memory_locked(NULL, SIZE_MAX);
 	cg_lock_give(&E.mu);
 }
 
 /* Copy and memset nodes hold the memory they name as the driver found it
- * when they were made or updated: host memory freed and allocated again at
- * the same address is another allocation, and a launch of such a node may
- * fault or fail the context (measured on the H200 for pinned and registered
- * memory: docs/architecture.md). Device memory taken again by the same kind
- * of allocation at the same range launched as before; a graph naming freed
- * device memory is kept and launches only once that holds (sig). Kernel
- * nodes hold only bytes. */
+ * when they were made or updated: freed and allocated again at the same
+ * address, it is another allocation, and a launch of such a node may be
+ * refused, fault, or fail the context (measured on the H200, for pinned,
+ * registered and, in UnifiedMemoryPerf, device memory: docs/architecture.md).
+ * Kernel nodes hold only bytes. */
 struct cg_freed_range {
 	const void *p;
 	size_t n;
-	const struct cg_mem_sig *sig;
 };
 
 static int cg_names_memory(const struct cg_tmpl *t, void *cookie)
 {
 	const struct cg_freed_range *r = cookie;
-	if (!cg_graph_names_memory(t, r->p, r->n))
-		return 0;
-	if (r->sig && cg_graph_keep_freed(t, r->sig) == 0) {
-		cg_stat_add(kept_freed, 1);
-		return 0;
-	}
-	return 1;
+	return cg_graph_names_memory(t, r->p, r->n);
 }
 
 /* Memory [p, p + n) went away (or some, not said: NULL, SIZE_MAX): graphs
  * whose copies or memsets name it go, whether or not the engine stands
- * aside now, or with sig (device memory's signature) are kept, checked
- * before their next launch. */
-static void cg_forget_memory_locked(const void *p, size_t n, const struct cg_mem_sig *sig)
+ * aside now. */
+static void cg_forget_memory_locked(const void *p, size_t n)
 {
-	struct cg_freed_range r = { p, n, sig };
+	struct cg_freed_range r = { p, n };
 	cg_build_pause();
 	struct cg_tmpl *gone = cg_table_take_if(cg_names_memory, &r);
 	for (const struct cg_tmpl *t = gone; t; t = t->next)
@@ -1601,7 +1592,7 @@ static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why)
 		cg_count_fallback(CG_WHY_RESET);
 		cg_forget_reset_locked();
 	} else if (kind == CG_K_FREE) {
-		cg_forget_memory_locked(NULL, SIZE_MAX, NULL);
+		cg_forget_memory_locked(NULL, SIZE_MAX);
 	}
 }
 
@@ -1646,19 +1637,13 @@ void cg_engine_memory_freed(const void *p, size_t n, int host)
 {
 	if (!cg_engine_remembers())
 		return;
-	/* Not noted: device memory, its range and the rest of its signature
-	 * as the driver tells them, asked before the free; else some memory,
-	 * not said. */
-	struct cg_mem_sig sig;
-	int device = !n && !host && cg_backend_ready() == 0 && cg_mem_sig(p, &sig) == 0 &&
-		     sig.type == CU_MEMORYTYPE_DEVICE && !sig.managed;
-	if (device)
-		p = (const void *)(uintptr_t)sig.base, n = sig.size;
-	else if (!n)
+	/* Not noted: device memory's range as the driver tells it, asked
+	 * before the free; else some memory, not said. */
+	if (!n && (host || cg_backend_ready() || cg_mem_range(p, &p, &n)))
 		p = NULL, n = SIZE_MAX;
 	cg_lock_take(&E.mu);
 	cg_wait_turn();
-	cg_forget_memory_locked(p, n, device ? &sig : NULL);
+	cg_forget_memory_locked(p, n);
 	cg_lock_give(&E.mu);
 }
 

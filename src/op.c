@@ -249,19 +249,16 @@ int cg_mem_is_host(const void *p)
 	return cg_mem_type(p) == CG_MEM_HOST;
 }
 
-int cg_mem_sig(const void *p, struct cg_mem_sig *s)
+int cg_mem_range(const void *p, const void **start, size_t *size)
 {
-	memset(s, 0, sizeof *s);
-	CUpointer_attribute at[] = { CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
-				     CU_POINTER_ATTRIBUTE_CONTEXT, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE,
-				     CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
-				     CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE,
-				     CU_POINTER_ATTRIBUTE_MAPPED };
-	void *data[] = { &s->base, &s->size, &s->ctx, &s->pool, &s->type, &s->managed, &s->ordinal, &s->ipc, &s->mapped };
-	_Static_assert(sizeof at / sizeof at[0] == sizeof data / sizeof data[0], "one datum per attribute");
-	if (!p || CG_BK(pointer_attrs, sizeof at / sizeof at[0], at, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS ||
-	    !s->base || !s->size)
+	CUpointer_attribute at[2] = { CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE };
+	CUdeviceptr base = 0;
+	size_t n = 0;
+	void *data[2] = { &base, &n };
+	if (!p || CG_BK(pointer_attrs, 2, at, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS || !base || !n)
 		return -1;
+	*start = (const void *)(uintptr_t)base;
+	*size = n;
 	return 0;
 }
 

@@ -144,19 +144,8 @@ int cg_params_reach(const struct cg_op *op, const void *p, size_t n) CG_HIDDEN;
 int cg_op_names_memory(const struct cg_op *op, const void *p, size_t n) CG_HIDDEN;
 /* Whether CUDA knows p as host memory (pinned or registered). */
 int cg_mem_is_host(const void *p) CG_HIDDEN;
-/* What CUDA says of the allocation an address lies in, all but its identity:
- * an allocation of the same kind, range and context at that address again
- * has the same signature. */
-struct cg_mem_sig {
-	CUdeviceptr base;
-	size_t size;
-	CUcontext ctx;
-	void *pool;
-	unsigned type;
-	int managed, ordinal, ipc, mapped;
-};
-/* The signature of the allocation p lies in: 0, else -1 (none CUDA knows). */
-int cg_mem_sig(const void *p, struct cg_mem_sig *s) CG_HIDDEN;
+/* The allocation CUDA knows p by: 0 with its start and size, else -1. */
+int cg_mem_range(const void *p, const void **start, size_t *size) CG_HIDDEN;
 
 /* ---- normalisers (op.c) -------------------------------------------------- */
 /* A stream handle made explicit: NULL is the legacy stream or, through a

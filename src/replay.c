@@ -14,7 +14,6 @@
 #define CG_RECENT 8
 #define CG_NHIST 4    /* values remembered per node */
 #define CG_VOLATILE 3 /* unseen values in a row: the node changes at every launch */
-#define CG_MAX_FREED 4  /* freed allocations a graph's copies or memsets may name, kept */
 
 struct cg_variant {
 	CUgraphExec exec;
@@ -54,13 +53,6 @@ struct cg_graph {
 	uint64_t epoch_after;   /* epoch right after the last launch */
 	const void *thread;     /* that launch's thread */
 	int launched;
-	/* Device allocations its copies or memsets name that were freed since
-	 * its last launch, with what CUDA said of them: it launches again only
-	 * where the same kind of allocation took each range again. Once one
-	 * was, no variant is made from the recording (its nodes were made for
-	 * the first). */
-	struct cg_mem_sig freed[CG_MAX_FREED];
-	int nfreed, sealed;
 };
 
 /* A launch's values: the held op where it differs from the predicted
@@ -640,7 +632,7 @@ static struct cg_variant *cg_pick_variant(struct cg_graph *g, const struct cg_tm
 		}
 	}
 	long maxv = cg_opt.max_variants < CG_MAX_VARIANTS ? cg_opt.max_variants : CG_MAX_VARIANTS;
-	if (!g->sealed && cg_recurring(g, key) && g->nvar < maxv && cg_distance(g, t->n, best, 1)) {
+	if (cg_recurring(g, key) && g->nvar < maxv && cg_distance(g, t->n, best, 1)) {
 		struct cg_variant *v = &g->var[g->nvar];
 		if (cg_instantiate(g, t, v, &vals, NULL) == 0) {
 			g->nvar++;
@@ -701,39 +693,9 @@ static int cg_fork(struct cg_graph *g, const struct cg_launch *l)
 	return 0;
 }
 
-int cg_graph_keep_freed(const struct cg_tmpl *t, const struct cg_mem_sig *sig)
-{
-	struct cg_graph *g = t->g;
-	if (!g || t->building || g->nfreed == CG_MAX_FREED)
-		return -1;
-	g->freed[g->nfreed++] = *sig;
-	g->sealed = 1;
-	return 0;
-}
-
-/* Whether every freed allocation g names was taken again by the same kind
- * of allocation, at the same range (then g launches as the driver took it:
- * scripts/probes/freed_nodes.cu). */
-static int cg_freed_taken_again(struct cg_graph *g)
-{
-	for (int i = 0; i < g->nfreed; i++) {
-		struct cg_mem_sig now;
-		const struct cg_mem_sig *was = &g->freed[i];
-		if (cg_mem_sig((const void *)(uintptr_t)was->base, &now) || now.base != was->base ||
-		    now.size != was->size || now.ctx != was->ctx || now.pool != was->pool || now.type != was->type ||
-		    now.managed != was->managed || now.ordinal != was->ordinal || now.ipc != was->ipc ||
-		    now.mapped != was->mapped)
-			return 0;
-	}
-	g->nfreed = 0;
-	return 1;
-}
-
 int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l)
 {
 	struct cg_graph *g = t->g;
-	if (g->nfreed && !cg_freed_taken_again(g))
-		return -ESTALE;
 	uint8_t dirty_all[t->n];
 	uint8_t *dirty = (uint8_t *)l->dirty;
 	if (!dirty) {

@@ -26,12 +26,6 @@ int cg_graph_reaches(const struct cg_tmpl *t, const void *p, size_t n) CG_HIDDEN
  * in [p, p + n). */
 int cg_graph_names_memory(const struct cg_tmpl *t, const void *p, size_t n) CG_HIDDEN;
 
-/* Keeps t's graph past the free of a device allocation its copies or
- * memsets name (what CUDA said of it before the free: sig): it launches
- * again only once an allocation of the same signature is there. 0, or -1
- * where it cannot be kept (no graph yet, being built, too many such). */
-int cg_graph_keep_freed(const struct cg_tmpl *t, const struct cg_mem_sig *sig) CG_HIDDEN;
-
 struct cg_launch {
 	const struct cg_op *ops;  /* the held ops, n == t->n */
 	const uint8_t *dirty;     /* per op: values differ from cg_graph_expect(); NULL: unknown */
@@ -44,8 +38,7 @@ struct cg_launch {
 	CUstream stream;          /* out: the graph's stream when it has one, else NULL */
 };
 /* Launches t; 0, or a negative errno when nothing of the graph ran (the
- * caller submits the ops eagerly): -ESTALE where memory it names was freed
- * and is not the same kind of allocation again. */
+ * caller submits the ops eagerly). */
 int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l) CG_HIDDEN;
 
 #endif

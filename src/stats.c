@@ -29,7 +29,6 @@ const char *const cg_reason_names[CG_WHY_COUNT] = {
 	[CG_WHY_BACKOFF_SLOW] = "backoff_not_faster",
 	[CG_WHY_BACKOFF_NOREPEAT] = "backoff_no_repeat",
 	[CG_WHY_NCCL] = "nccl_kernel",
-	[CG_WHY_FREED] = "memory_freed",
 };
 
 #define LD(x) atomic_load_explicit(&cg_stats.x, memory_order_relaxed)
@@ -65,9 +64,8 @@ void cg_stats_write_json(FILE *f)
 	cg_write_entries(f, "driver_calls", cg_stats.calls, 0);
 	cg_write_entries(f, "boundary_calls", cg_stats.boundaries, 1);
 	cg_write_entries(f, "boundary_driver_calls", cg_stats.boundaries, 0);
-	fprintf(f, "  \"lookups\": %llu,\n  \"syncs_answered\": %llu,\n  \"graphs_forgotten_freed\": %llu,\n"
-		   "  \"graphs_kept_freed\": %llu,\n",
-		LD(lookups), LD(syncs_answered), LD(forgotten_freed), LD(kept_freed));
+	fprintf(f, "  \"lookups\": %llu,\n  \"syncs_answered\": %llu,\n  \"graphs_forgotten_freed\": %llu,\n",
+		LD(lookups), LD(syncs_answered), LD(forgotten_freed));
 	fprintf(f, "  \"segments\": %llu,\n  \"graphs_built\": %llu,\n  \"graph_launches\": %llu,\n"
 		   "  \"ops_total\": %llu,\n  \"ops_replayed\": %llu,\n  \"divergences\": %llu,\n"
 		   "  \"pieces_eager\": %llu,\n  \"node_updates\": %llu,\n  \"variants\": %llu,\n"
@@ -153,10 +151,6 @@ void cg_stats_write_report(FILE *f)
 	if (LD(forgotten_freed))
 		fprintf(f, "cgraft:   graphs forgotten because memory their copies or memsets name was freed: %llu\n",
 			LD(forgotten_freed));
-	if (LD(kept_freed))
-		fprintf(f, "cgraft:   graphs kept past a free of device memory they name (launched again only where the "
-			   "same kind of allocation took it again): %llu\n",
-			LD(kept_freed));
 	if (LD(held_bytes_host) || LD(held_bytes_device))
 		fprintf(f, "cgraft:   held at exit: %llu bytes of pinned staging, %llu bytes of device memory for graphs\n",
 			LD(held_bytes_host), LD(held_bytes_device));

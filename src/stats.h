@@ -28,7 +28,6 @@ enum cg_reason {
 	CG_WHY_BACKOFF_SLOW,      /* replay did not save host time */
 	CG_WHY_BACKOFF_NOREPEAT,  /* the op stream did not repeat */
 	CG_WHY_NCCL,              /* NCCL kernels carry host-side proxy work */
-	CG_WHY_FREED,             /* device memory a graph names was freed, not taken again alike */
 	CG_WHY_COUNT
 };
 
@@ -52,7 +51,6 @@ struct cg_stats {
 	atomic_ullong lookups;  /* dlsym and cuGetProcAddress calls answered */
 	atomic_ullong syncs_answered; /* stream synchronisations answered (cg_engine_stream_sync) */
 	atomic_ullong forgotten_freed; /* graphs forgotten: memory their copies or memsets name was freed */
-	atomic_ullong kept_freed; /* graphs kept past such a free of device memory, checked before launching */
 	atomic_ullong held_bytes_device, held_bytes_host; /* staging and graph memory cgraft holds now */
 	atomic_ullong held_bytes_host_peak;
 	/* The governor (govern.c): windows, those standing aside, probes, those

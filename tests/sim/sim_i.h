@@ -44,15 +44,6 @@ struct CUkern_st {
 
 /* One piece of device work; the same payload serves ops, graph nodes and
  * instantiated graphs so that copying it is the only way params travel. */
-/* An allocation a graph node was made for (sim_work). */
-typedef struct sim_held {
-    unsigned long long id;
-    char *base;
-    size_t size;
-    int kind, pooled;
-    CUcontext ctx;
-} sim_held;
-
 typedef struct sim_work {
     int kind;
     struct CUkern_st *k;
@@ -74,16 +65,15 @@ typedef struct sim_work {
     void *freeptr;
     CUgraph child;                    /* owned copy of a child graph */
     /* A copy or memset in a graph: the allocations its addresses lay in when
-     * it was added or updated (id 0: none CUDA knows, pageable memory). As
-     * the driver does, it holds those: freed, even allocated again at the
-     * same address, its launch is refused, unless device memory of the
-     * same kind, range and context took it again (simcore.c). */
-    sim_held sheld, dheld;
+     * it was added or updated (0: none CUDA knows, pageable memory). As the
+     * driver does, it holds those: freed, even allocated again at the same
+     * address, its launch is refused. */
+    unsigned long long salloc, dalloc;
 } sim_work;
 
 /* What the allocation table knows about an address. */
 typedef struct sim_meminfo {
-    int kind, device, pooled;
+    int kind, device;
     CUcontext ctx;
     char *base;
     size_t size;

@@ -157,7 +157,6 @@ typedef struct sim_alloc {
     int kind, device;
     struct CUctx_st *ctx;
     unsigned flags;
-    int pooled;                       /* stream-ordered: a pool's */
     unsigned long long id;
 } sim_alloc;
 
@@ -1994,7 +1993,6 @@ SIM_API int simc_mem_query(const void *p, sim_meminfo *info)
         info->base = a->base;
         info->size = a->size;
         info->flags = a->flags;
-        info->pooled = a->pooled;
         info->id = a->id;
     }
     unlock();
@@ -2051,8 +2049,6 @@ SIM_API CUresult simc_malloc_async(void **p, size_t n, CUstream h, int ptsz, int
         *p = alloc_new_locked(n, kind, s->ctx, 0);
         if (!*p)
             r = CUDA_ERROR_OUT_OF_MEMORY;
-        else
-            alloc_find_locked(*p)->pooled = 1;
     }
     unlock();
     return r;
@@ -2503,45 +2499,23 @@ static struct CUgraphNode_st *node_new(CUgraph g, const sim_work *w, const CUgra
 }
 
 /* A graph's copy or memset holds the allocation it names, as the H200's
- * driver does: launched after that memory was freed, even with the same
- * address handed out again, it is refused; but device memory taken again by
- * an allocation of the same kind, range and context launches as before
- * (scripts/probes/freed_nodes.cu). */
-static void held_bind_locked(sim_held *h, const void *p)
-{
-    sim_alloc *a = alloc_find_locked(p);
-    *h = a ? (sim_held){ .id = a->id, .base = a->base, .size = a->size, .kind = a->kind, .pooled = a->pooled,
-                         .ctx = a->ctx }
-           : (sim_held){ 0 };
-}
-
-static int held_ok_locked(const sim_held *h, const void *p)
-{
-    if (!h->id)
-        return 1;
-    sim_alloc *a = alloc_find_locked(p);
-    if (!a)
-        return 0;
-    return a->id == h->id || (h->kind == SIM_MEM_DEVICE && a->kind == SIM_MEM_DEVICE && a->base == h->base &&
-                              a->size == h->size && a->pooled == h->pooled && a->ctx == h->ctx);
-}
-
+ * driver may: launched after that memory was freed, even with the same
+ * address handed out again, it is refused. */
 static void work_bind_locked(sim_work *w)
 {
     if (w->kind != SIM_W_COPY && w->kind != SIM_W_SET)
         return;
-    held_bind_locked(&w->dheld, w->dst);
-    if (w->kind == SIM_W_COPY)
-        held_bind_locked(&w->sheld, w->src);
-    else
-        w->sheld = (sim_held){ 0 };
+    sim_alloc *d = alloc_find_locked(w->dst), *s = w->kind == SIM_W_COPY ? alloc_find_locked(w->src) : NULL;
+    w->dalloc = d ? d->id : 0;
+    w->salloc = s ? s->id : 0;
 }
 
 static int work_bound_ok_locked(const sim_work *w)
 {
     if (w->kind != SIM_W_COPY && w->kind != SIM_W_SET)
         return 1;
-    return held_ok_locked(&w->dheld, w->dst) && held_ok_locked(&w->sheld, w->src);
+    sim_alloc *d = w->dalloc ? alloc_find_locked(w->dst) : NULL, *s = w->salloc ? alloc_find_locked(w->src) : NULL;
+    return (!w->dalloc || (d && d->id == w->dalloc)) && (!w->salloc || (s && s->id == w->salloc));
 }
 
 static CUresult graph_add_locked(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, size_t n,

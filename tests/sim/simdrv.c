@@ -1151,8 +1151,6 @@ CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
     return simc_free_async(DP(dptr), hStream, 1);
 }
 
-static char pool_token;
-
 /* strict: cuPointerGetAttribute, which fails on memory CUDA does not know;
  * cuPointerGetAttributes answers zeros there instead. */
 static CUresult ptr_attr(void *data, CUpointer_attribute a, CUdeviceptr ptr, int strict)
@@ -1197,11 +1195,7 @@ static CUresult ptr_attr(void *data, CUpointer_attribute a, CUdeviceptr ptr, int
         *(int *)data = k == SIM_MEM_PAGEABLE ? -2 : mi.device;
         break;
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
-        *(int *)data = dev_only && !mi.pooled;
-        break;
-    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
-        /* The pool itself is not remembered: any one of them. */
-        *(void **)data = mi.pooled ? (void *)&pool_token : NULL;
+        *(int *)data = dev_only;
         break;
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
         *(CUdeviceptr *)data = (CUdeviceptr)(uintptr_t)mi.base;

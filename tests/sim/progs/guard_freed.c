@@ -1,13 +1,11 @@
 /* Guard scenario: a loop whose copies read and write pinned host memory,
  * which the program then frees and allocates again, of the same size (the
  * same address, as allocators hand it out), before the same loop once more;
- * then its device scratch memory freed and allocated again; then freed and
- * taken at the same address by cudaMallocAsync, and the same with
- * cudaFreeAsync; then with pinned memory from a host-located pool. A graph's
- * copy and memset nodes hold the memory they name as they found it:
- * replayed after the free they would name memory that is gone, except
- * device memory the same kind of allocation took again (the scratch's
- * cudaMalloc, not its cudaMallocAsync). */
+ * then its device scratch memory freed and allocated again; then the same
+ * with cudaMallocAsync and cudaFreeAsync; then with pinned memory from a
+ * host-located pool. A graph's copy and memset nodes hold the memory they
+ * name as they found it: replayed after the free they would name memory
+ * that is gone. */
 #include "common.h"
 
 enum { N = 512, SCRATCH = 2048, HOST = 1024, ITERS = 12 };

@@ -1,7 +1,7 @@
 /* Guard scenario: a loop that allocates device scratch memory and frees it
  * at every iteration, as Thrust's temporary storage is, named by kernels
  * only, with a memset and copies on memory that stays (one into pinned
- * memory); and pinned memory no copy names, freed. A free touches only the
+ * memory); and pinned memory no copy names, freed. A free forgets only the
  * graphs whose copies or memsets name the freed allocation: the loop
  * replays. */
 #include "common.h"
