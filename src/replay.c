@@ -666,10 +666,15 @@ static int cg_stage(struct cg_graph *g, const struct cg_tmpl *t, struct cg_varia
 			memcpy(g->staging[b] + g->stage_off[i], o->u.cp.src, n);
 		}
 	if (v->stage != b) {
+		/* Its nodes read b once every one of them was updated: after
+		 * an update refused, the next launch updates them all again. */
+		int was = v->stage;
 		v->stage = b;
 		for (size_t i = 0; i < t->n; i++)
-			if (cg_staged(&t->ops[i]) && cg_update_node(g, t, v, i, &ops[i], cg_op_values_hash(&ops[i])))
+			if (cg_staged(&t->ops[i]) && cg_update_node(g, t, v, i, &ops[i], cg_op_values_hash(&ops[i]))) {
+				v->stage = was;
 				return -EIO;
+			}
 	}
 	g->cur = b;
 	return 0;

@@ -106,6 +106,7 @@ struct CUgraphExec_st {
     size_t *ndeps;
     size_t *order;                  /* a topological order */
     unsigned launches;              /* launches asked for (SIM_GRAPH_LAUNCH_FAIL) */
+    unsigned updates;               /* node updates asked for (SIM_EXEC_UPDATE_FAIL) */
     struct CUgraphExec_st *next;    /* live list, or the free list */
 };
 
@@ -2873,6 +2874,15 @@ SIM_API CUresult simc_exec_destroy(CUgraphExec e)
     return x ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
+/* SIM_EXEC_UPDATE_FAIL=N makes every Nth node update of each exec fail, as
+ * a driver may refuse one: the node keeps its parameters. */
+static int simc_exec_update_refused_locked(struct CUgraphExec_st *x)
+{
+    static atomic_uint every = UINT_MAX;
+    unsigned n = env_cached(&every, "SIM_EXEC_UPDATE_FAIL");
+    return n && ++x->updates % n == 0;
+}
+
 /* Consumes w. Ops already launched hold their own copies, so this cannot
  * reach back into submitted work. */
 SIM_API CUresult simc_exec_set(CUgraphExec e, CUgraphNode node, int kind, sim_work *w)
@@ -2882,6 +2892,8 @@ SIM_API CUresult simc_exec_set(CUgraphExec e, CUgraphNode node, int kind, sim_wo
     struct CUgraphExec_st *x = exec_find_locked(e);
     if (!x || !node_ok(node) || node->index >= x->ntop || x->w[node->index].kind != kind || w->kind != kind)
         r = CUDA_ERROR_INVALID_VALUE;
+    else if (simc_exec_update_refused_locked(x))
+        r = CUDA_ERROR_OUT_OF_MEMORY;
     else if (kind == SIM_W_KERNEL && x->w[node->index].k != w->k)
         r = CUDA_ERROR_INVALID_VALUE;
     if (r == CUDA_SUCCESS) {
