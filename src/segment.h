@@ -104,7 +104,7 @@ void cg_seg_drop_front(struct cg_seg *s, size_t k) CG_HIDDEN;
 /* Shorter stretches of periods are not cut for good: they may be parts of
  * an iteration, repeating inside it. */
 #define CG_PERIOD_MIN_RUN 128
-/* Halves from this long together are cut early (a timed loop run once
+/* Two halves this long together are cut early (a timed loop run once
  * replays from its 17th launch), on probation till the stretch has
  * run CG_PERIOD_MIN_RUN ops, except where stretches of the same ops
  * (cg_period_key) ended short of that CG_PERIOD_SHORT_TRIES times. */
