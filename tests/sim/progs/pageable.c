@@ -1,10 +1,12 @@
 /* Scenario: a pageable host buffer rewritten between two host-to-device copies
- * of one segment, before any sync: each copy must see the value at its call. */
+ * of one segment, before any sync: each copy must see the value at its call.
+ * An argument sets the number of steps (14). */
 #include "common.h"
 
-int main(void)
+int main(int argc, char **argv)
 {
-    enum { N = 96, ITERS = 14 };
+    enum { N = 96 };
+    const int ITERS = argc > 1 ? atoi(argv[1]) : 14;
     register_kernels();
     cudaStream_t s;
     CK(cudaStreamCreate(&s));
