@@ -12,8 +12,9 @@
 // by a digit k for an allocation of 2^k times the size: the graph is made on the
 // first, then each is allocated after the one before it is freed, filled, and the
 // unchanged graph launched, as a replay would where the program names that address
-// (a capital letter: allocated and filled, the graph not launched); node 2: a copy
-// into the walked memory.
+// (a capital letter: allocated and filled, the graph not launched; a 'u' after a
+// step: the node updated first, naming the memory as now and its other side
+// switched to another buffer, or another value set); node 2: a copy into the walked memory.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -72,10 +73,15 @@ static void trial(int m, int node) {
 }
 // The walk: one line a step, flushed before the launch (a step may fault).
 static void walk(const char *kinds, int node) {
-    float *d; cudaMalloc(&d, B); cudaMemset(d, 0, B);
+    float *o[2];  // the copy's other side, switched by an update ('u')
+    cudaMalloc(&o[0], B); cudaMemset(o[0], 0, B);
+    cudaMalloc(&o[1], B); fill_kernel<<<(N + 255) / 256, 256>>>(o[1], 7.0f);
+    float *d = o[0];
+    int oi = 0;
     void *keep = nullptr, *first = nullptr, *a = nullptr;
     int prev = -1;
     cudaGraphExec_t e = nullptr;
+    cudaGraphNode_t n = nullptr;
     for (int step = 0; kinds[step]; step++) {
         char c = kinds[step];
         bool launch = c >= 'a';  // a capital letter: allocated and filled, the graph not launched
@@ -92,7 +98,7 @@ static void walk(const char *kinds, int node) {
         cudaDeviceSynchronize();
         if (!e) {
             first = a;
-            cudaGraph_t g; cudaGraphCreate(&g, 0); cudaGraphNode_t n;
+            cudaGraph_t g; cudaGraphCreate(&g, 0);
             if (node == 0) cudaGraphAddMemcpyNode1D(&n, g, nullptr, 0, d, a, B, cudaMemcpyDefault);
             else if (node == 2) cudaGraphAddMemcpyNode1D(&n, g, nullptr, 0, a, d, B, cudaMemcpyDefault);
             else { cudaMemsetParams p = {}; p.dst = a; p.value = 0x3f800000u; p.elementSize = 4;
@@ -102,11 +108,23 @@ static void walk(const char *kinds, int node) {
             cudaGraphDestroy(g);
         }
         if (!launch) { printf("step %d %c%d same_addr=%d not launched\n", step, c, k, a == first); continue; }
+        cudaError_t ru = cudaSuccess;
+        if (kinds[step + 1 + (k > 0)] == 'u') {  // the node updated first, its other side switched
+            oi ^= 1;
+            d = o[oi];
+            if (node == 0) ru = cudaGraphExecMemcpyNodeSetParams1D(e, n, d, a, B, cudaMemcpyDefault);
+            else if (node == 2) ru = cudaGraphExecMemcpyNodeSetParams1D(e, n, a, d, B, cudaMemcpyDefault);
+            else { cudaMemsetParams p = {}; p.dst = a; p.value = oi ? 0x40000000u : 0x3f800000u; p.elementSize = 4;
+                   p.width = N; p.height = 1; ru = cudaGraphExecMemsetNodeSetParams(e, n, &p); }
+            printf("step %d %c%d updated: %s\n", step, c, k, cudaGetErrorName(ru));
+        }
         printf("step %d %c%d same_addr=%d launching\n", step, kinds[step], k, a == first); fflush(stdout);
         cudaError_t r = cudaGraphLaunch(e, 0), s2 = cudaDeviceSynchronize();
         float h = -1; cudaMemcpy(&h, node == 0 ? (const float *)d : (const float *)a, 4, cudaMemcpyDefault);
+        float eager = node == 0 ? (a == first || ru == cudaSuccess ? v : -2.0f) : node == 2 ? (oi ? 7.0f : 0.0f)
+                                                                              : (oi ? 2.0f : 1.0f);
         printf("step %d %c%d launch=%s sync=%s value=%g (eager %g)\n", step, kinds[step], k, cudaGetErrorName(r),
-               cudaGetErrorName(s2), h, node == 0 ? (a == first ? v : -2.0f) : node == 2 ? 0.0f : 1.0f);
+               cudaGetErrorName(s2), h, eager);
         fflush(stdout);
         if (r != cudaSuccess || s2 != cudaSuccess) { cudaGetLastError(); break; }
     }
