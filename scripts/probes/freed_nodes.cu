@@ -87,8 +87,8 @@ static void walk(const char *kinds, int node) {
         bool launch = c >= 'a';  // a capital letter: allocated and filled, the graph not launched
         const char *at = strchr("dprma", launch ? c : c - 'A' + 'a');
         if (!at) continue;
-        int m = (int)(at - "dprma"), k = 0;
-        if (kinds[step + 1] >= '0' && kinds[step + 1] <= '9') k = kinds[step + 1] - '0';
+        int m = (int)(at - "dprma"), k = 0, after = step + 1;  // after: past the step's digit
+        if (kinds[after] >= '0' && kinds[after] <= '9') k = kinds[after++] - '0';
         if (a) free_of(prev, a);
         a = alloc_sized(m, &keep, B << k);
         prev = m;
@@ -109,7 +109,7 @@ static void walk(const char *kinds, int node) {
         }
         if (!launch) { printf("step %d %c%d same_addr=%d not launched\n", step, c, k, a == first); continue; }
         cudaError_t ru = cudaSuccess;
-        if (kinds[step + 1 + (k > 0)] == 'u') {  // the node updated first, its other side switched
+        if (kinds[after] == 'u') {  // the node updated first, its other side switched
             oi ^= 1;
             d = o[oi];
             if (node == 0) ru = cudaGraphExecMemcpyNodeSetParams1D(e, n, d, a, B, cudaMemcpyDefault);
