@@ -41,6 +41,10 @@
 	X(graph_destroy, cuGraphDestroy, 10000, 1)                                   \
 	X(graph_add_kernel, cuGraphAddKernelNode, 12000, 1)                          \
 	X(graph_kernel_attr, cuGraphKernelNodeSetAttribute, 11000, 0)                \
+	X(graph_kernel_attr_get, cuGraphKernelNodeGetAttribute, 11000, 0)            \
+	X(exec_node_enable, cuGraphNodeSetEnabled, 11060, 0)                         \
+	X(library_load, cuLibraryLoadData, 12000, 0)                                 \
+	X(library_kernel, cuLibraryGetKernel, 12000, 0)                              \
 	X(graph_add_memcpy, cuGraphAddMemcpyNode, 10000, 1)                          \
 	X(graph_add_memset, cuGraphAddMemsetNode, 10000, 1)                          \
 	X(graph_add_host, cuGraphAddHostNode, 10000, 1)                              \

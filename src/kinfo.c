@@ -34,7 +34,7 @@ static int cg_is_nccl_name(const char *name)
 /* Asks the driver for each parameter's size until it says there is none:
  * CUDA_ERROR_INVALID_VALUE past the last parameter (at index 0 for a kernel
  * without parameters). Any other answer means the layout is unknown. */
-static int cg_learn_sizes(const void *h, int kernel, uint32_t *sizes, uint32_t *n)
+static int cg_learn_sizes(const void *h, int kernel, uint32_t *sizes, uint32_t *offs, uint32_t *n)
 {
 	for (uint32_t i = 0;; i++) {
 		size_t off, size;
@@ -49,6 +49,7 @@ static int cg_learn_sizes(const void *h, int kernel, uint32_t *sizes, uint32_t *
 		if (rc != CUDA_SUCCESS)
 			return -ENOENT;
 		sizes[i] = (uint32_t)size;
+		offs[i] = (uint32_t)off;
 	}
 }
 
@@ -75,7 +76,7 @@ static int cg_grid_free(const void *h, int kernel)
  * comes from the runtime; a driver handle is a CUfunction or a CUkernel. */
 static struct cg_kinfo *cg_kinfo_learn(const void *key, enum cg_kkey how)
 {
-	static uint32_t sizes[CG_MAX_PARAMS]; /* under cg_kinfo_lock */
+	static uint32_t sizes[CG_MAX_PARAMS], offs[CG_MAX_PARAMS]; /* under cg_kinfo_lock */
 	const void *h = key;
 	int kernel = how != CG_KEY_DRIVER;
 	uint32_t n = 0;
@@ -87,9 +88,9 @@ static struct cg_kinfo *cg_kinfo_learn(const void *key, enum cg_kkey how)
 		/* A CUkernel may come cast to a CUfunction: asked as the wrong
 		 * kind, a handle may look like one without parameters. */
 		uint32_t nk = 0;
-		int fok = cg_learn_sizes(h, 0, sizes, &n) == 0;
+		int fok = cg_learn_sizes(h, 0, sizes, offs, &n) == 0;
 		if (!fok || n == 0) {
-			if (cg_learn_sizes(h, 1, sizes, &nk) == 0 && (nk > 0 || !fok)) {
+			if (cg_learn_sizes(h, 1, sizes, offs, &nk) == 0 && (nk > 0 || !fok)) {
 				kernel = 1;
 				n = nk;
 			} else if (!fok) {
@@ -98,22 +99,24 @@ static struct cg_kinfo *cg_kinfo_learn(const void *key, enum cg_kkey how)
 				n = 0;
 			}
 		}
-	} else if (cg_learn_sizes(h, 1, sizes, &n)) {
+	} else if (cg_learn_sizes(h, 1, sizes, offs, &n)) {
 		return NULL;
 	}
-	struct cg_kinfo *ki = calloc(1, sizeof *ki + n * sizeof(uint32_t));
+	struct cg_kinfo *ki = calloc(1, sizeof *ki + 2 * n * sizeof(uint32_t));
 	if (!ki)
 		return NULL;
 	ki->key = key;
 	ki->handle = h;
 	ki->nparams = n;
 	ki->size = (uint32_t *)(ki + 1);
+	ki->off = ki->size + n;
 	ki->hkind = kernel ? CG_KH_KERNEL : CG_KH_FUNCTION;
 	ki->grid_fixed = !cg_grid_free(h, kernel);
 	ki->gen = atomic_load(&cg_kinfo_gen);
 	ki->simple = n <= 32;
 	for (uint32_t i = 0; i < n; i++) {
 		ki->size[i] = sizes[i];
+		ki->off[i] = offs[i];
 		ki->total += sizes[i];
 		ki->simple &= sizes[i] == 4 || sizes[i] == 8;
 		if (sizes[i] == 8 && i < 32)

@@ -39,6 +39,7 @@ struct cg_kinfo {
 	uint32_t nparams;
 	uint32_t total;        /* packed bytes */
 	uint32_t *size;        /* per parameter */
+	uint32_t *off;         /* per parameter, where the kernel's parameter buffer has it */
 	uint32_t gen;          /* kinfo generation it was learnt in */
 	/* For the held-launch path: every parameter 4 or 8 bytes (and at most
 	 * 32), bit i set where parameter i has 8. */

@@ -23,6 +23,7 @@ struct cg_options cg_opt = {
 	.max_graphs = 64,
 	.max_segment_ops = 4096,
 	.max_variants = 4,
+	.device_updates = 1,
 	.max_hold_us = 1000,
 	.backoff_slow = 1,
 	.build_thread = 1024,
@@ -63,6 +64,9 @@ static const struct cg_opt_desc cg_opt_table[] = {
 	  "a segment with no blocking point is cut at this many ops" },
 	{ "CGRAFT_MAX_VARIANTS", CG_OPT_COUNT, &cg_opt.max_variants, 1, "4",
 	  "instantiated graphs per segment shape for recurring argument sets" },
+	{ "CGRAFT_DEVICE_UPDATES", CG_OPT_BOOL, &cg_opt.device_updates, 0, "1",
+	  "1: a graph's kernel nodes whose parameters change between launches are updated on the GPU by a kernel "
+	  "of cgraft's at the graph's head, one host call a launch; 0: each node from the host" },
 	{ "CGRAFT_MAX_HOLD_US", CG_OPT_COUNT, &cg_opt.max_hold_us, 1, "1000",
 	  "held work is submitted after this many microseconds without a CUDA call (the host may be polling)" },
 	{ "CGRAFT_DRIVER_OPS", CG_OPT_BOOL, &cg_opt.driver_ops, 0, "1",

@@ -19,6 +19,7 @@ struct cg_options {
 	long max_graphs;
 	long max_segment_ops;
 	long max_variants;
+	int device_updates;
 	long max_hold_us;
 	int backoff_slow;
 	long build_thread;

@@ -6,6 +6,7 @@
 
 #include "backend.h"
 #include "dag.h"
+#include "devupd.h"
 #include "log.h"
 #include "options.h"
 #include "replay.h"
@@ -22,6 +23,7 @@ struct cg_variant {
 	int stage;            /* staging buffer its copy nodes read */
 	size_t dev_bytes;     /* device memory its instantiation took, as far as seen */
 	int next;             /* the variant launched after this one, last time */
+	int uploaded;
 };
 
 struct cg_graph {
@@ -53,6 +55,18 @@ struct cg_graph {
 	uint64_t epoch_after;   /* epoch right after the last launch */
 	const void *thread;     /* that launch's thread */
 	int launched;
+	/* Device updates (devupd.h): the updater, before every other node; per
+	 * op, its kernel node's device handle (0: updated from the host); the
+	 * blob being made and the one the updater was given. Such a graph is
+	 * instantiated once: it has no variants. */
+	CUgraphNode upd;
+	CUcontext upd_ctx;
+	uint64_t *devnode;
+	struct cg_upd *ub;
+	uint8_t *blob;
+	int upd_on;      /* the updater is enabled in the exec */
+	int upd_pending; /* it was given changes this launch has yet to carry */
+	int upd_lost;    /* a launch failed with such changes: the nodes' values are not known */
 };
 
 /* A launch's values: the held op where it differs from the predicted
@@ -176,6 +190,51 @@ static CUresult cg_nccl_node(struct cg_graph *g, const struct cg_op *op, CUgraph
 	return rc;
 }
 
+/* The updater's node parameters: blob class c, g->blob. */
+static void cg_upd_params(const struct cg_graph *g, int c, void **argv, CUDA_KERNEL_NODE_PARAMS *p)
+{
+	argv[0] = g->blob;
+	memset(p, 0, sizeof *p);
+	p->kern = cg_upd_kernel(c);
+	p->ctx = g->upd_ctx;
+	p->gridDimX = p->gridDimY = p->gridDimZ = 1;
+	p->blockDimX = 128;
+	p->blockDimY = p->blockDimZ = 1;
+	p->kernelParams = argv;
+}
+
+/* The updater, a node of its own with an empty blob, which every node
+ * without another dependency will follow. */
+static int cg_add_updater(struct cg_graph *g, const struct cg_tmpl *t)
+{
+	g->devnode = calloc(t->n, sizeof *g->devnode);
+	g->ub = malloc(sizeof *g->ub);
+	g->blob = calloc(1, CG_UPD_MAX);
+	if (!g->devnode || !g->ub || !g->blob)
+		return -ENOMEM;
+	g->upd_ctx = t->ops[0].ctx;
+	void *argv[1];
+	CUDA_KERNEL_NODE_PARAMS p;
+	cg_upd_params(g, 0, argv, &p);
+	return CG_BK(graph_add_kernel, &g->upd, g->graph, NULL, 0, &p) == CUDA_SUCCESS ? 0 : -EIO;
+}
+
+/* A kernel node the updater may change: its device handle, or 0 where the
+ * driver will not make it device-updatable. */
+static uint64_t cg_devnode(CUgraphNode node)
+{
+	CUkernelNodeAttrValue v;
+	memset(&v, 0, sizeof v);
+	v.deviceUpdatableKernelNode.deviceUpdatable = 1;
+	if (CG_BK(graph_kernel_attr, node, CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE, &v) != CUDA_SUCCESS)
+		return 0;
+	memset(&v, 0, sizeof v);
+	if (CG_BK(graph_kernel_attr_get, node, CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE, &v) != CUDA_SUCCESS ||
+	    !v.deviceUpdatableKernelNode.deviceUpdatable)
+		return 0;
+	return (uint64_t)(uintptr_t)v.deviceUpdatableKernelNode.devNode;
+}
+
 static CUresult cg_node_add(struct cg_graph *g, const struct cg_op *op, size_t i, const CUgraphNode *deps,
 			    size_t nd)
 {
@@ -185,7 +244,11 @@ static CUresult cg_node_add(struct cg_graph *g, const struct cg_op *op, size_t i
 		struct cg_knode k;
 		cg_knode_fill(&k, op);
 		CUresult rc = CG_BK(graph_add_kernel, node, g->graph, deps, nd, &k.p);
-		return rc == CUDA_SUCCESS ? cg_kernel_node_attrs(*node, op) : rc;
+		if (rc == CUDA_SUCCESS)
+			rc = cg_kernel_node_attrs(*node, op);
+		if (rc == CUDA_SUCCESS && g->upd && (op->flags & CG_F_PACKED || op->u.k.ki->off))
+			g->devnode[i] = cg_devnode(*node);
+		return rc;
 	}
 	case CG_OP_COPY: {
 		CUDA_MEMCPY3D d;
@@ -223,6 +286,8 @@ static int cg_add_nodes(struct cg_graph *g, const struct cg_tmpl *t)
 		size_t nd = 0;
 		for (uint32_t k = d->dep_start[i]; k < d->dep_start[i + 1]; k++)
 			deps[nd++] = g->node[d->deps[k]];
+		if (!nd && g->upd)
+			deps[nd++] = g->upd;
 		CUresult e = cg_node_add(g, &t->ops[i], i, deps, nd);
 		if (e != CUDA_SUCCESS) {
 			cg_log_capped(CG_LOG_WARN, CG_FAULT_DRIVER,
@@ -308,18 +373,25 @@ static int cg_vals_alloc(struct cg_variant *v, const struct cg_tmpl *t)
 	return 0;
 }
 
-/* Sets node i of variant v to the values of op, whose values hash to h. */
-static int cg_update_node(struct cg_graph *g, const struct cg_tmpl *t, struct cg_variant *v, size_t i,
-			  const struct cg_op *op, uint64_t h)
+/* With CGRAFT_LOG=debug, what changes in node i (the first 200 such). */
+static void cg_log_update(const struct cg_tmpl *t, size_t i, const struct cg_op *was, const struct cg_op *op,
+			  const char *how)
 {
 	static atomic_int logged;
 	if (cg_log_level >= CG_LOG_DEBUG && atomic_load(&logged) < 200) {
 		char what[512];
-		cg_op_describe_change(what, sizeof what, &v->vals[i], op);
+		cg_op_describe_change(what, sizeof what, was, op);
 		int k = atomic_fetch_add(&logged, 1) + 1;
-		cg_debug("node %zu of a %zu-op graph updated%s: %s", i, t->n, k == 200 ? " (last such message)" : "",
+		cg_debug("node %zu of a %zu-op graph updated%s%s: %s", i, t->n, how, k == 200 ? " (last such message)" : "",
 			 what);
 	}
+}
+
+/* Sets node i of variant v to the values of op, whose values hash to h. */
+static int cg_update_node(struct cg_graph *g, const struct cg_tmpl *t, struct cg_variant *v, size_t i,
+			  const struct cg_op *op, uint64_t h)
+{
+	cg_log_update(t, i, &v->vals[i], op, "");
 	CUresult rc = CUDA_ERROR_NOT_SUPPORTED;
 	uint64_t c0 = cg_cost_start();
 	switch (op->kind) {
@@ -408,8 +480,14 @@ static int cg_instantiate(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 	v->next = -1;
 	/* The exec goes to the device now, not at its first launch. */
 	CUstream up = upload ? *upload : g->dag.streams[0];
-	if (!upload || up)
-		CG_BK(graph_upload, v->exec, up);
+	v->uploaded = (!upload || up) && CG_BK(graph_upload, v->exec, up) == CUDA_SUCCESS;
+	/* The updater starts disabled: a launch that changes nothing runs
+	 * without it. */
+	if (g->upd && CG_BK(exec_node_enable, v->exec, g->upd, 0) != CUDA_SUCCESS) {
+		CG_BK(exec_destroy, v->exec);
+		cg_stat_add(held_bytes_device, -(unsigned long long)v->dev_bytes);
+		return -EIO;
+	}
 	if (cg_vals_alloc(v, t) || (vals && cg_update_all(g, t, v, vals))) {
 		CG_BK(exec_destroy, v->exec);
 		cg_stat_add(held_bytes_device, -(unsigned long long)v->dev_bytes);
@@ -420,7 +498,18 @@ static int cg_instantiate(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 	return 0;
 }
 
-int cg_graph_build(const struct cg_tmpl *t, struct cg_graph **out, const CUstream *upload)
+/* Whether t's graph gets an updater: it has a kernel, and the updater is there. */
+static int cg_wants_updater(const struct cg_tmpl *t)
+{
+	if (!cg_opt.device_updates)
+		return 0;
+	for (size_t i = 0; i < t->n; i++)
+		if (t->ops[i].kind == CG_OP_KERNEL)
+			return cg_upd_kernel(0) != NULL;
+	return 0;
+}
+
+static int cg_graph_make(const struct cg_tmpl *t, struct cg_graph **out, const CUstream *upload, int updater)
 {
 	struct cg_graph *g = calloc(1, sizeof *g);
 	*out = NULL;
@@ -442,18 +531,33 @@ int cg_graph_build(const struct cg_tmpl *t, struct cg_graph **out, const CUstrea
 		g->graph = NULL;
 		goto fail;
 	}
-	if (cg_make_staging(g, t) || cg_add_nodes(g, t) || cg_make_events(g, t) ||
-	    cg_instantiate(g, t, &g->var[0], NULL, upload))
+	if (cg_make_staging(g, t) || (updater && cg_add_updater(g, t)) || cg_add_nodes(g, t) ||
+	    cg_make_events(g, t) || cg_instantiate(g, t, &g->var[0], NULL, upload))
 		goto fail;
 	g->nvar = 1;
-	cg_stat_add(graphs_built, 1);
-	cg_debug("built a graph of %zu ops over %d streams", n, g->dag.nstreams);
 	*out = g;
 	return 0;
 fail:
-	cg_count_fallback(CG_WHY_BUILD_FAILED);
 	cg_graph_destroy(g);
 	return -EIO;
+}
+
+int cg_graph_build(const struct cg_tmpl *t, struct cg_graph **out, const CUstream *upload)
+{
+	/* A graph the driver will not take with an updater is built without. */
+	int rc = -EIO;
+	if (cg_wants_updater(t))
+		rc = cg_graph_make(t, out, upload, 1);
+	if (rc)
+		rc = cg_graph_make(t, out, upload, 0);
+	if (rc) {
+		cg_count_fallback(CG_WHY_BUILD_FAILED);
+		return rc;
+	}
+	cg_stat_add(graphs_built, 1);
+	cg_debug("built a graph of %zu ops over %d streams%s", t->n, (*out)->dag.nstreams,
+		 (*out)->upd ? ", with an updater" : "");
+	return 0;
 }
 
 static void cg_graph_free_memory(struct cg_graph *g)
@@ -465,6 +569,9 @@ static void cg_graph_free_memory(struct cg_graph *g)
 	free(g->node);
 	free(g->fork);
 	free(g->stage_off);
+	free(g->devnode);
+	free(g->ub);
+	free(g->blob);
 	free(g);
 }
 
@@ -606,12 +713,80 @@ static int cg_recurring(struct cg_graph *g, uint64_t key)
 	return 0;
 }
 
+/* A graph with an updater has its one exec: the kernel nodes whose values
+ * changed are given them through the updater where they are
+ * device-updatable, the other nodes from the host. NULL when the changes
+ * could not be given (too many for the updater, a call refused): the exec's
+ * nodes then hold what they held. */
+static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tmpl *t, const struct cg_op *ops,
+					  const uint8_t *dirty)
+{
+	struct cg_variant *v = &g->var[0];
+	struct cg_upd *u = g->ub;
+	uint8_t sent[t->n];
+	cg_upd_clear(u);
+	for (size_t i = 0; i < t->n; i++) {
+		sent[i] = 0;
+		const struct cg_op *o = &ops[i], *was = &v->vals[i];
+		if (!dirty[i] || !g->node[i] || cg_op_same_values(was, o))
+			continue;
+		if (!g->devnode[i]) {
+			if (cg_update_node(g, t, v, i, o, cg_op_values_hash(o)))
+				return NULL;
+			continue;
+		}
+		int grid = memcmp(was->u.k.grid, o->u.k.grid, sizeof o->u.k.grid) != 0;
+		const struct cg_kinfo *ki = o->flags & CG_F_PACKED ? NULL : o->u.k.ki;
+		if (cg_upd_add(u, g->devnode[i], was->u.k.params, o->u.k.params, ki, o->nbytes,
+			       grid ? o->u.k.grid : NULL)) {
+			cg_debug("a graph's changes exceed what its updater takes: that stretch runs eagerly");
+			return NULL;
+		}
+		sent[i] = 1;
+	}
+	if (!u->nrec) {
+		if (g->upd_on && CG_BK(exec_node_enable, v->exec, g->upd, 0) != CUDA_SUCCESS)
+			return NULL;
+		g->upd_on = 0;
+		return v;
+	}
+	uint64_t c0 = cg_cost_start();
+	void *argv[1];
+	CUDA_KERNEL_NODE_PARAMS p;
+	cg_upd_params(g, cg_upd_finish(u, g->blob), argv, &p);
+	CUresult rc = CG_BK(exec_set_kernel, v->exec, g->upd, &p);
+	if (rc == CUDA_SUCCESS && !g->upd_on)
+		rc = CG_BK(exec_node_enable, v->exec, g->upd, 1);
+	cg_cost_stop(CG_COST_UPDATE, c0);
+	if (rc != CUDA_SUCCESS) {
+		/* Refused, the updater keeps its blob, whose changes the nodes
+		 * already hold: the next launch gives these again. */
+		cg_log_capped(CG_LOG_WARN, CG_FAULT_DRIVER,
+			      "a graph updater's update failed (error %d): that stretch runs eagerly", (int)rc);
+		return NULL;
+	}
+	g->upd_on = 1;
+	g->upd_pending = 1;
+	for (size_t i = 0; i < t->n; i++)
+		if (sent[i]) {
+			cg_log_update(t, i, &v->vals[i], &ops[i], " on the device");
+			memcpy((void *)v->vals[i].u.k.params, ops[i].u.k.params, ops[i].nbytes);
+			cg_op_copy_grid(&v->vals[i], &ops[i]);
+			v->vh[i] = cg_op_values_hash(&ops[i]);
+			cg_stat_add(node_updates, 1);
+			cg_stat_add(node_updates_device, 1);
+		}
+	return v;
+}
+
 /* The variant to launch for these values: the predicted one when nothing
  * changed, else the closest; a new one when the stable values recur; the
  * rest is updated node by node. NULL when an update failed. */
 static struct cg_variant *cg_pick_variant(struct cg_graph *g, const struct cg_tmpl *t, const struct cg_op *ops,
 					  const uint8_t *dirty)
 {
+	if (g->upd)
+		return g->upd_lost ? NULL : cg_pick_updated(g, t, ops, dirty);
 	const struct cg_vals vals = { ops, dirty, &g->var[g->predict] };
 	int any = 0;
 	for (size_t i = 0; i < t->n; i++)
@@ -710,13 +885,19 @@ int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l)
 		dirty = dirty_all;
 	}
 	struct cg_variant *v = cg_pick_variant(g, t, l->ops, dirty);
-	if (!v || (g->stage_size && cg_stage(g, t, v, l->ops)) || cg_fork(g, l))
-		return -EIO;
 	CUstream ls = g->dag.streams[0];
-	CUresult lr = CG_BK(graph_launch, v->exec, ls);
+	/* An exec whose updater changes its nodes is uploaded before its launch. */
+	if (v && g->upd && !v->uploaded)
+		v->uploaded = CG_BK(graph_upload, v->exec, ls) == CUDA_SUCCESS;
+	int ready = v && (!g->upd || v->uploaded) && !(g->stage_size && cg_stage(g, t, v, l->ops)) && !cg_fork(g, l);
+	CUresult lr = ready ? CG_BK(graph_launch, v->exec, ls) : CUDA_ERROR_NOT_READY;
+	if (g->upd_pending && lr != CUDA_SUCCESS)
+		g->upd_lost = 1;
+	g->upd_pending = 0;
 	if (lr != CUDA_SUCCESS) {
-		cg_log_capped(CG_LOG_WARN, CG_FAULT_DRIVER, "graph launch failed (error %d): that stretch runs eagerly",
-			      (int)lr);
+		if (ready)
+			cg_log_capped(CG_LOG_WARN, CG_FAULT_DRIVER,
+				      "graph launch failed (error %d): that stretch runs eagerly", (int)lr);
 		return -EIO;
 	}
 	if (g->dag.nstreams > 1) {

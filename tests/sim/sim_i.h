@@ -39,6 +39,7 @@ struct CUkern_st {
     size_t size[SIM_MAXPARAMS], off[SIM_MAXPARAMS];
     size_t argsz;
     unsigned maxdyn[SIM_MAXDEV];      /* dynamic shared memory limit by device, 0: default */
+    unsigned updater;                 /* cgraft's updater: its blob's bytes; 0 for others */
     struct CUkern_st *next;
 };
 
@@ -69,6 +70,7 @@ typedef struct sim_work {
      * driver does, it holds those: freed, even allocated again at the same
      * address, its launch is refused. */
     unsigned long long salloc, dalloc;
+    unsigned char devupd;             /* a device-updatable kernel node */
 } sim_work;
 
 /* What the allocation table knows about an address. */
@@ -197,6 +199,13 @@ SIM_API CUresult simc_exec_set(CUgraphExec e, CUgraphNode node, int kind, sim_wo
 SIM_API CUresult simc_exec_update(CUgraphExec e, CUgraph g, CUgraphNode *err);
 SIM_API CUresult simc_graph_launch(CUgraphExec e, CUstream s, int ptsz);
 SIM_API int simc_node_kind(CUgraphNode n);
+/* A kernel node made device-updatable (once made, it stays so); whether it is. */
+SIM_API CUresult simc_node_set_devupd(CUgraphNode n, int on);
+SIM_API int simc_node_devupd(CUgraphNode n);
+/* An exec's node enabled or disabled (a disabled node does nothing). */
+SIM_API CUresult simc_exec_enable(CUgraphExec e, CUgraphNode n, int on);
+/* An exec uploaded: one whose updater changes its nodes must be, before its launch. */
+SIM_API CUresult simc_exec_upload(CUgraphExec e);
 /* A kernel node's launch shape; CUDA_ERROR_INVALID_VALUE for other nodes. */
 SIM_API CUresult simc_node_launch(CUgraphNode n, sim_launch *l);
 

@@ -93,6 +93,7 @@ struct CUgraph_st {
     uint32_t magic;
     CUgraphNode *nodes;
     size_t n, cap;
+    int instantiated;               /* with device-updatable nodes: once only */
 };
 
 /* Child graphs are flattened: slots 0..ntop-1 are the graph's own nodes (a
@@ -107,6 +108,9 @@ struct CUgraphExec_st {
     size_t *order;                  /* a topological order */
     unsigned launches;              /* launches asked for (SIM_GRAPH_LAUNCH_FAIL) */
     unsigned updates;               /* node updates asked for (SIM_EXEC_UPDATE_FAIL) */
+    CUgraph graph;                  /* instantiated from (device node handles name its nodes) */
+    unsigned char *off;             /* by slot: disabled */
+    int uploaded;
     struct CUgraphExec_st *next;    /* live list, or the free list */
 };
 
@@ -1663,10 +1667,62 @@ static void func_kill_locked(struct CUfunc_st *h)
 }
 
 /* "sim:name1,name2,...": kernels registered under those names. */
+/* cgraft's updater (src/updater.cu), one kernel per blob size, as its
+ * fatbin names them. Run, it does nothing: what it sets is applied when its
+ * graph is launched (updater_apply_locked), before the nodes it precedes. */
+static void sim_updater_run(const sim_launch *l, void **args)
+{
+    (void)l;
+    (void)args;
+}
+
+static const struct { const char *name; unsigned size; } sim_updaters[] = {
+    { "cg_updater_1k", 1024 }, { "cg_updater_4k", 4096 }, { "cg_updater_16k", 16384 }, { "cg_updater_32k", 32000 },
+};
+
+static struct CUkern_st *updater_kernel_locked(size_t i)
+{
+    for (struct CUkern_st *k = G.kernels; k; k = k->next)
+        if (k->updater && !strcmp(k->name, sim_updaters[i].name))
+            return k;
+    struct CUkern_st *k = xrealloc(NULL, sizeof(*k));
+    memset(k, 0, sizeof(*k));
+    k->magic = MAGIC_KERN;
+    k->fn = sim_updater_run;
+    snprintf(k->name, sizeof(k->name), "%s", sim_updaters[i].name);
+    k->nparams = 1;
+    k->size[0] = k->argsz = k->updater = sim_updaters[i].size;
+    k->next = G.kernels;
+    G.kernels = k;
+    return k;
+}
+
+/* A fatbin (its header: magic, version, header size, then the size of what
+ * follows) is taken for cgraft's updater where it names its kernels. */
+static CUresult image_parse_fatbin_locked(sim_image *img, const unsigned char *b)
+{
+    uint16_t hs;
+    uint64_t fs;
+    memcpy(&hs, b + 6, 2);
+    memcpy(&fs, b + 8, 8);
+    if (!memmem(b, hs + fs, sim_updaters[0].name, strlen(sim_updaters[0].name)))
+        return CUDA_ERROR_INVALID_IMAGE;
+    img->n = sizeof sim_updaters / sizeof sim_updaters[0];
+    img->k = xrealloc(NULL, img->n * sizeof(*img->k));
+    for (size_t i = 0; i < img->n; i++)
+        img->k[i] = updater_kernel_locked(i);
+    img->h = xrealloc(NULL, (img->n + 1) * sizeof(*img->h));
+    memset(img->h, 0, (img->n + 1) * sizeof(*img->h));
+    return CUDA_SUCCESS;
+}
+
 static CUresult image_parse_locked(sim_image *img, const void *image)
 {
     const char *s = image;
     memset(img, 0, sizeof(*img));
+    static const unsigned char fatbin[4] = { 0x50, 0xed, 0x55, 0xba };
+    if (s && !memcmp(s, fatbin, 4))
+        return image_parse_fatbin_locked(img, image);
     if (!s || strncmp(s, "sim:", 4))
         return CUDA_ERROR_INVALID_IMAGE;
     s += 4;
@@ -2674,6 +2730,19 @@ SIM_API int simc_node_kind(CUgraphNode n)
     return node_ok(n) ? n->w.kind : -1;
 }
 
+SIM_API CUresult simc_node_set_devupd(CUgraphNode n, int on)
+{
+    if (!node_ok(n) || n->w.kind != SIM_W_KERNEL || (unsigned)on > 1 || (n->w.devupd && !on))
+        return CUDA_ERROR_INVALID_VALUE;
+    n->w.devupd = (unsigned char)on;
+    return CUDA_SUCCESS;
+}
+
+SIM_API int simc_node_devupd(CUgraphNode n)
+{
+    return node_ok(n) && n->w.devupd;
+}
+
 SIM_API CUresult simc_node_launch(CUgraphNode n, sim_launch *l)
 {
     if (!node_ok(n) || n->w.kind != SIM_W_KERNEL || !l)
@@ -2768,6 +2837,8 @@ static void exec_free_contents(CUgraphExec e)
     free(e->deps);
     free(e->ndeps);
     free(e->order);
+    free(e->off);
+    e->off = NULL;
     e->w = NULL;
     e->deps = NULL;
     e->ndeps = NULL;
@@ -2811,6 +2882,13 @@ SIM_API CUresult simc_graph_instantiate(CUgraphExec *out, CUgraph g)
     if (!c) {
         unlock();
         return r;
+    }
+    int devupd = 0;
+    for (size_t i = 0; i < g->n; i++)
+        devupd |= g->nodes[i]->w.devupd;
+    if (devupd && g->instantiated) {
+        unlock();
+        return CUDA_ERROR_INVALID_VALUE;
     }
     flat f;
     flat_build(&f, g);
@@ -2857,6 +2935,10 @@ SIM_API CUresult simc_graph_instantiate(CUgraphExec *out, CUgraph g)
     e->ndeps = f.ndeps;
     e->order = order;
     e->launches = 0;
+    e->graph = g;
+    e->off = calloc(n + 1, 1);
+    e->uploaded = 0;
+    g->instantiated = 1;
     e->next = G.execs;
     G.execs = e;
     *out = e;
@@ -2894,9 +2976,11 @@ SIM_API CUresult simc_exec_set(CUgraphExec e, CUgraphNode node, int kind, sim_wo
         r = CUDA_ERROR_INVALID_VALUE;
     else if (simc_exec_update_refused_locked(x))
         r = CUDA_ERROR_OUT_OF_MEMORY;
-    else if (kind == SIM_W_KERNEL && x->w[node->index].k != w->k)
-        r = CUDA_ERROR_INVALID_VALUE;
+    else if (kind == SIM_W_KERNEL && x->w[node->index].k != w->k &&
+             !(x->w[node->index].k->updater && w->k->updater))
+        r = CUDA_ERROR_INVALID_VALUE; /* but cgraft's updater takes one of another blob size */
     if (r == CUDA_SUCCESS) {
+        w->devupd = x->w[node->index].devupd;
         simc_work_free(&x->w[node->index]);
         work_bind_locked(w);
         x->w[node->index] = *w;
@@ -2950,6 +3034,87 @@ SIM_API CUresult simc_exec_update(CUgraphExec e, CUgraph g, CUgraphNode *err)
     return r;
 }
 
+SIM_API CUresult simc_exec_enable(CUgraphExec e, CUgraphNode node, int on)
+{
+    lock();
+    struct CUgraphExec_st *x = exec_find_locked(e);
+    CUresult r = x && node_ok(node) && node->graph == x->graph && node->index < x->ntop ? CUDA_SUCCESS
+                                                                                        : CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS)
+        x->off[node->index] = !on;
+    unlock();
+    return r;
+}
+
+SIM_API CUresult simc_exec_upload(CUgraphExec e)
+{
+    lock();
+    struct CUgraphExec_st *x = exec_find_locked(e);
+    if (x)
+        x->uploaded = 1;
+    unlock();
+    return x ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* What an enabled updater of e sets, applied to the exec's nodes before its
+ * launch copies them: the updater runs before them on the device. A change
+ * reaches only a device-updatable kernel node of e's own graph that comes
+ * after the updater (else it is not applied, as on the device it would race);
+ * the exec must have been uploaded. */
+static CUresult updater_apply_locked(struct CUgraphExec_st *e)
+{
+    unsigned char *after = NULL;
+    CUresult r = CUDA_SUCCESS;
+    for (size_t u = 0; u < e->ntop && r == CUDA_SUCCESS; u++) {
+        const sim_work *uw = &e->w[u];
+        if (uw->kind != SIM_W_KERNEL || !uw->k->updater || e->off[u])
+            continue;
+        if (!e->uploaded) {
+            r = CUDA_ERROR_INVALID_VALUE;
+            break;
+        }
+        if (!after)
+            after = xrealloc(NULL, e->n + 1);
+        memset(after, 0, e->n + 1);
+        after[u] = 1;
+        for (size_t k = 0; k < e->n; k++) {
+            size_t i = e->order[k];
+            for (size_t j = 0; j < e->ndeps[i] && !after[i]; j++)
+                after[i] = after[e->deps[i][j]];
+        }
+        uint32_t n;
+        memcpy(&n, uw->args, 4);
+        const unsigned char *recs = uw->args + 8;
+        for (uint32_t i = 0; i < n && 8 + (i + 1) * 24u <= uw->k->updater; i++) {
+            uint64_t node;
+            uint32_t off, size, data, kind;
+            memcpy(&node, recs + i * 24, 8);
+            memcpy(&off, recs + i * 24 + 8, 4);
+            memcpy(&size, recs + i * 24 + 12, 4);
+            memcpy(&data, recs + i * 24 + 16, 4);
+            memcpy(&kind, recs + i * 24 + 20, 4);
+            CUgraphNode t = (CUgraphNode)(uintptr_t)node;
+            if (!node_ok(t) || t->graph != e->graph || t->index >= e->ntop || !e->w[t->index].devupd ||
+                e->w[t->index].kind != SIM_W_KERNEL || !after[t->index])
+                continue;
+            sim_work *tw = &e->w[t->index];
+            if (kind & 1) {
+                if (8 + (size_t)data + 12 <= uw->k->updater) {
+                    uint32_t g[3];
+                    memcpy(g, recs + data, 12);
+                    tw->launch.grid.x = g[0];
+                    tw->launch.grid.y = g[1];
+                    tw->launch.grid.z = g[2];
+                }
+            } else if ((size_t)off + size <= tw->k->argsz && 8 + (size_t)data + size <= uw->k->updater) {
+                memcpy(tw->args + off, recs + data, size);
+            }
+        }
+    }
+    free(after);
+    return r;
+}
+
 /* SIM_GRAPH_LAUNCH_US makes each graph launch cost that much host time, so
  * tests can see what a replay that saves nothing does. */
 static void simc_graph_launch_delay(void)
@@ -2994,6 +3159,8 @@ SIM_API CUresult simc_graph_launch(CUgraphExec eh, CUstream h, int ptsz)
     for (size_t i = 0; i < e->n && r == CUDA_SUCCESS; i++)
         if (!work_bound_ok_locked(&e->w[i]))
             r = CUDA_ERROR_INVALID_VALUE;
+    if (r == CUDA_SUCCESS)
+        r = updater_apply_locked(e);
     if (r != CUDA_SUCCESS) {
         unlock();
         return r;
@@ -3005,7 +3172,10 @@ SIM_API CUresult simc_graph_launch(CUgraphExec eh, CUstream h, int ptsz)
     for (size_t k = 0; k < e->n; k++) {
         size_t i = e->order[k];
         sim_work w;
-        simc_work_copy(&w, &e->w[i]);
+        if (e->off[i])
+            w = (sim_work){ .kind = SIM_W_NOP };
+        else
+            simc_work_copy(&w, &e->w[i]);
         depvec d = {0};
         if (!e->ndeps[i])
             for (size_t j = 0; j < sd.n; j++)

@@ -1540,7 +1540,28 @@ CUresult cuGraphKernelNodeSetAttribute(CUgraphNode hNode, CUkernelNodeAttrID att
         if (!x || !y || !z || l.grid.x % x || l.grid.y % y || l.grid.z % z)
             return CUDA_ERROR_INVALID_CLUSTER_SIZE;
     }
+    if (attr == CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE)
+        return simc_node_set_devupd(hNode, value->deviceUpdatableKernelNode.deviceUpdatable);
     return CUDA_SUCCESS;
+}
+
+/* Only whether a node is device-updatable, and its device handle (the node). */
+CUresult cuGraphKernelNodeGetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr, CUkernelNodeAttrValue *value_out)
+{
+    sim_launch l;
+    if (!value_out || simc_node_launch(hNode, &l) != CUDA_SUCCESS)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (attr != CU_LAUNCH_ATTRIBUTE_DEVICE_UPDATABLE_KERNEL_NODE)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    memset(value_out, 0, sizeof(*value_out));
+    value_out->deviceUpdatableKernelNode.deviceUpdatable = simc_node_devupd(hNode);
+    value_out->deviceUpdatableKernelNode.devNode = (CUgraphDeviceNode)hNode;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphNodeSetEnabled(CUgraphExec hGraphExec, CUgraphNode hNode, unsigned int isEnabled)
+{
+    return simc_exec_enable(hGraphExec, hNode, isEnabled != 0);
 }
 
 CUresult cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
@@ -1706,7 +1727,7 @@ CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream)
 {
     (void)hStream;
     simc_tick();
-    return hGraphExec ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    return hGraphExec ? simc_exec_upload(hGraphExec) : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream)
@@ -1865,6 +1886,8 @@ static const struct proc {
     P("cuGraphClone", "cuGraphClone", NULL),
     P("cuGraphAddKernelNode", "cuGraphAddKernelNode_v2", NULL),
     P("cuGraphKernelNodeSetAttribute", "cuGraphKernelNodeSetAttribute", NULL),
+    P("cuGraphKernelNodeGetAttribute", "cuGraphKernelNodeGetAttribute", NULL),
+    P("cuGraphNodeSetEnabled", "cuGraphNodeSetEnabled", NULL),
     P("cuGraphAddMemcpyNode", "cuGraphAddMemcpyNode", NULL),
     P("cuGraphAddMemsetNode", "cuGraphAddMemsetNode", NULL),
     P("cuGraphAddHostNode", "cuGraphAddHostNode", NULL),

@@ -31,7 +31,8 @@ static void test_rows(void **state)
 {
 	(void)state;
 	static const char *const bools[] = { "CGRAFT_ENABLE", "CGRAFT_REPORT", "CGRAFT_DRIVER_OPS",
-					     "CGRAFT_BACKOFF_SLOW", "CGRAFT_PROFILE", "CGRAFT_NCCL" };
+					     "CGRAFT_BACKOFF_SLOW", "CGRAFT_PROFILE", "CGRAFT_NCCL",
+					     "CGRAFT_DEVICE_UPDATES" };
 	struct cg_option_info info;
 	size_t n = cg_options_count();
 	assert_true(n >= 16);

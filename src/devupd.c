@@ -1,0 +1,127 @@
+/* Device updates: the updater's image, loaded once, and its parameter
+ * blobs. */
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+
+#include "backend.h"
+#include "devupd.h"
+#include "log.h"
+
+extern const unsigned char cg_updater_image[] CG_HIDDEN;
+extern const size_t cg_updater_image_size CG_HIDDEN;
+
+static const size_t cg_upd_sizes[CG_UPD_CLASSES] = { 1024, 4096, 16384, CG_UPD_MAX };
+static const char *const cg_upd_names[CG_UPD_CLASSES] = { "cg_updater_1k", "cg_updater_4k", "cg_updater_16k",
+							  "cg_updater_32k" };
+
+size_t cg_upd_class_size(int c)
+{
+	return cg_upd_sizes[c];
+}
+
+static pthread_once_t cg_upd_once = PTHREAD_ONCE_INIT;
+static CUkernel cg_upd_k[CG_UPD_CLASSES];
+
+static void cg_upd_load(void)
+{
+	CUlibrary lib = NULL;
+	if (!cg_updater_image_size ||
+	    CG_BK(library_load, &lib, cg_updater_image, NULL, NULL, 0, NULL, NULL, 0) != CUDA_SUCCESS) {
+		cg_debug("no updater: graph nodes are updated from the host");
+		return;
+	}
+	CUkernel k[CG_UPD_CLASSES];
+	for (int c = 0; c < CG_UPD_CLASSES; c++)
+		if (CG_BK(library_kernel, &k[c], lib, cg_upd_names[c]) != CUDA_SUCCESS)
+			return;
+	memcpy(cg_upd_k, k, sizeof k);
+}
+
+CUkernel cg_upd_kernel(int c)
+{
+	pthread_once(&cg_upd_once, cg_upd_load);
+	return cg_upd_k[c];
+}
+
+/* Records for the differing 8-byte-word runs of n bytes that lie at off in
+ * the kernel's parameter buffer. */
+static int cg_upd_runs(struct cg_upd *u, uint64_t node, const uint8_t *old, const uint8_t *new, size_t n,
+		       uint32_t off, uint32_t *first)
+{
+	const size_t maxrec = sizeof u->rec / sizeof u->rec[0];
+	for (size_t i = 0; i < n;) {
+		size_t w = n - i < 8 ? n - i : 8;
+		if (!memcmp(old + i, new + i, w)) {
+			i += w;
+			continue;
+		}
+		size_t j = i + w;
+		while (j < n) {
+			size_t x = n - j < 8 ? n - j : 8;
+			if (!memcmp(old + j, new + j, x))
+				break;
+			j += x;
+		}
+		if (u->nrec == maxrec || 8 + (u->nrec + 1) * sizeof(struct cg_upd_rec) + u->ndata + (j - i) > CG_UPD_MAX)
+			return -ENOSPC;
+		u->rec[u->nrec++] = (struct cg_upd_rec){ .node = node, .off = off + (uint32_t)i,
+							 .size = (uint32_t)(j - i), .data = u->ndata, .kind = *first };
+		memcpy(u->data + u->ndata, new + i, j - i);
+		u->ndata += (uint32_t)(j - i);
+		*first = 0;
+		i = j;
+	}
+	return 0;
+}
+
+int cg_upd_add(struct cg_upd *u, uint64_t node, const uint8_t *old, const uint8_t *new, const struct cg_kinfo *ki,
+	       size_t n, const uint32_t *grid)
+{
+	uint32_t nrec = u->nrec, ndata = u->ndata, first = CG_UPD_FIRST;
+	int rc = 0;
+	if (!ki) {
+		rc = cg_upd_runs(u, node, old, new, n, 0, &first);
+	} else {
+		size_t at = 0;
+		for (uint32_t i = 0; i < ki->nparams && !rc; i++) {
+			rc = cg_upd_runs(u, node, old + at, new + at, ki->size[i], ki->off[i], &first);
+			at += ki->size[i];
+		}
+	}
+	if (!rc && grid) {
+		u->ndata = (u->ndata + 3) & ~3u;
+		if (u->nrec == sizeof u->rec / sizeof u->rec[0] ||
+		    8 + (u->nrec + 1) * sizeof(struct cg_upd_rec) + u->ndata + 12 > CG_UPD_MAX) {
+			rc = -ENOSPC;
+		} else {
+			u->rec[u->nrec++] = (struct cg_upd_rec){ .node = node, .data = u->ndata, .kind = first | CG_UPD_GRID };
+			memcpy(u->data + u->ndata, grid, 12);
+			u->ndata += 12;
+		}
+	}
+	if (rc) {
+		u->nrec = nrec;
+		u->ndata = ndata;
+	}
+	return rc;
+}
+
+int cg_upd_finish(const struct cg_upd *u, uint8_t *out)
+{
+	size_t recs = u->nrec * sizeof(struct cg_upd_rec), need = 8 + recs + u->ndata;
+	int c = 0;
+	while (cg_upd_sizes[c] < need)
+		c++;
+	uint32_t head[2] = { u->nrec, 0 };
+	memcpy(out, head, 8);
+	/* Data offsets count from the records' start. */
+	for (uint32_t i = 0; i < u->nrec; i++) {
+		struct cg_upd_rec r = u->rec[i];
+		r.data += (uint32_t)recs;
+		memcpy(out + 8 + i * sizeof r, &r, sizeof r);
+	}
+	memcpy(out + 8 + recs, u->data, u->ndata);
+	memset(out + need, 0, cg_upd_sizes[c] - need);
+	return c;
+}

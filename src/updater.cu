@@ -1,0 +1,47 @@
+/* cgraft's node updater: the first node of a graph whose kernel nodes change
+ * between launches. Its parameters carry the changes (records, then their
+ * bytes); it applies them to the graph's device-updatable kernel nodes before
+ * any of them runs, so that a launch costs one host update of its
+ * parameters instead of one for each node changed. */
+#include <cuda_runtime.h>
+
+struct cg_upd_rec {
+	unsigned long long node; /* cudaGraphDeviceNode_t */
+	unsigned off;            /* where in the node's parameters (kind 0) */
+	unsigned size;           /* bytes (kind 0) */
+	unsigned data;           /* where its bytes lie in the blob */
+	unsigned kind;           /* 0 parameter bytes, 1 grid (three u32), 2 first of its node */
+};
+
+template <int N> struct cg_upd_blob {
+	unsigned n, pad;
+	unsigned char b[N - 8];
+};
+
+/* One thread per node: the records of a node follow each other, the first
+ * flagged; a node's records are applied in order by one thread. */
+template <int N> __device__ void cg_apply(const cg_upd_blob<N> &u)
+{
+	const cg_upd_rec *r = (const cg_upd_rec *)u.b;
+	for (unsigned k = threadIdx.x; k < u.n; k += blockDim.x) {
+		if (!(r[k].kind & 2))
+			continue;
+		cudaGraphDeviceNode_t node = (cudaGraphDeviceNode_t)r[k].node;
+		for (unsigned j = k; j < u.n && (j == k || !(r[j].kind & 2)); j++) {
+			const unsigned char *d = u.b + r[j].data;
+			if (r[j].kind & 1) {
+				const unsigned *gd = (const unsigned *)d;
+				cudaGraphKernelNodeSetGridDim(node, dim3(gd[0], gd[1], gd[2]));
+			} else {
+				cudaGraphKernelNodeSetParam(node, r[j].off, d, r[j].size);
+			}
+		}
+	}
+}
+
+#define CG_UPDATER(name, n)                                                                  \
+	extern "C" __global__ void name(const __grid_constant__ cg_upd_blob<n> u) { cg_apply(u); }
+CG_UPDATER(cg_updater_1k, 1024)
+CG_UPDATER(cg_updater_4k, 4096)
+CG_UPDATER(cg_updater_16k, 16384)
+CG_UPDATER(cg_updater_32k, 32000)
