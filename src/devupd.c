@@ -63,8 +63,11 @@ static int cg_upd_runs(struct cg_upd *u, uint64_t node, const uint8_t *old, cons
 				break;
 			j += x;
 		}
-		if (u->nrec == maxrec || 8 + (u->nrec + 1) * sizeof(struct cg_upd_rec) + u->ndata + (j - i) > CG_UPD_MAX)
+		/* Each record's bytes start on 8 bytes: the device reads them so. */
+		uint32_t at = (u->ndata + 7) & ~7u;
+		if (u->nrec == maxrec || 8 + (u->nrec + 1) * sizeof(struct cg_upd_rec) + at + (j - i) > CG_UPD_MAX)
 			return -ENOSPC;
+		u->ndata = at;
 		u->rec[u->nrec++] = (struct cg_upd_rec){ .node = node, .off = off + (uint32_t)i,
 							 .size = (uint32_t)(j - i), .data = u->ndata, .kind = *first };
 		memcpy(u->data + u->ndata, new + i, j - i);
@@ -90,11 +93,12 @@ int cg_upd_add(struct cg_upd *u, uint64_t node, const uint8_t *old, const uint8_
 		}
 	}
 	if (!rc && grid) {
-		u->ndata = (u->ndata + 3) & ~3u;
+		uint32_t at = (u->ndata + 7) & ~7u;
 		if (u->nrec == sizeof u->rec / sizeof u->rec[0] ||
-		    8 + (u->nrec + 1) * sizeof(struct cg_upd_rec) + u->ndata + 12 > CG_UPD_MAX) {
+		    8 + (u->nrec + 1) * sizeof(struct cg_upd_rec) + at + 12 > CG_UPD_MAX) {
 			rc = -ENOSPC;
 		} else {
+			u->ndata = at;
 			u->rec[u->nrec++] = (struct cg_upd_rec){ .node = node, .data = u->ndata, .kind = first | CG_UPD_GRID };
 			memcpy(u->data + u->ndata, grid, 12);
 			u->ndata += 12;

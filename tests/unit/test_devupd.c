@@ -1,0 +1,144 @@
+/* Unit tests of the updater's blobs (src/devupd.h): applied as the updater
+ * applies them (src/updater.cu), they take each node's parameter buffer,
+ * the kernel's layout with its padding, from the old values to the new, and
+ * no byte else; a blob too large for the updater is refused whole. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "devupd.h"
+#include "unit.h"
+
+/* A kernel of five parameters, the buffer's padding between them. */
+static uint32_t sizes[] = { 8, 1, 2, 8, 4 };
+static uint32_t offs[] = { 0, 8, 10, 16, 24 };
+static struct cg_kinfo ki = { .nparams = 5, .size = sizes, .off = offs };
+#define COMPACT 23
+#define BUF 28
+
+/* cgraft's bytes (parameters one after another) into the kernel's buffer. */
+static void to_buffer(const uint8_t *compact, uint8_t *buf)
+{
+	size_t at = 0;
+	for (uint32_t i = 0; i < ki.nparams; i++) {
+		memcpy(buf + offs[i], compact + at, sizes[i]);
+		at += sizes[i];
+	}
+}
+
+struct node {
+	uint8_t buf[BUF];
+	uint32_t grid[3];
+};
+
+/* What the updater does with a blob, node handles being indices + 1. */
+static void apply(const uint8_t *blob, struct node *nodes, int nnodes)
+{
+	uint32_t n;
+	memcpy(&n, blob, 4);
+	const uint8_t *recs = blob + 8;
+	for (uint32_t i = 0; i < n; i++) {
+		struct cg_upd_rec r;
+		memcpy(&r, recs + i * sizeof r, sizeof r);
+		assert_true(r.node >= 1 && r.node <= (uint64_t)nnodes);
+		struct node *x = &nodes[r.node - 1];
+		assert_int_equal(r.data % 8, 0); /* the device reads the bytes so */
+		if (r.kind & CG_UPD_GRID) {
+			memcpy(x->grid, recs + r.data, 12);
+		} else {
+			assert_true(r.off + r.size <= BUF);
+			memcpy(x->buf + r.off, recs + r.data, r.size);
+		}
+	}
+}
+
+static struct cg_upd u;
+
+static void test_roundtrip(void **state)
+{
+	(void)state;
+	srand(7);
+	for (int round = 0; round < 500; round++) {
+		enum { NN = 6 };
+		uint8_t old[NN][COMPACT], new[NN][COMPACT];
+		struct node dev[NN], want[NN];
+		cg_upd_clear(&u);
+		for (int k = 0; k < NN; k++) {
+			for (int b = 0; b < COMPACT; b++)
+				old[k][b] = new[k][b] = (uint8_t)rand();
+			int changes = rand() % 4;
+			for (int c = 0; c < changes; c++)
+				new[k][rand() % COMPACT] ^= (uint8_t)(1 + rand() % 255);
+			/* The padding holds what it holds: the updater leaves it. */
+			memset(dev[k].buf, 0xA5, BUF);
+			to_buffer(old[k], dev[k].buf);
+			memcpy(&want[k], &dev[k], sizeof want[k]);
+			to_buffer(new[k], want[k].buf);
+			uint32_t g[3] = { (uint32_t)rand(), 1, 1 };
+			memset(dev[k].grid, 0, 12);
+			memcpy(want[k].grid, dev[k].grid, 12);
+			int grid = rand() % 5 == 0;
+			if (grid)
+				memcpy(want[k].grid, g, 12);
+			assert_int_equal(cg_upd_add(&u, (uint64_t)k + 1, old[k], new[k], &ki, COMPACT, grid ? g : NULL), 0);
+		}
+		uint8_t blob[CG_UPD_MAX];
+		int c = cg_upd_finish(&u, blob);
+		assert_true(c >= 0 && c < CG_UPD_CLASSES);
+		size_t need = 8 + u.nrec * sizeof(struct cg_upd_rec) + u.ndata;
+		assert_true(cg_upd_class_size(c) >= need);
+		assert_true(c == 0 || cg_upd_class_size(c - 1) < need);
+		apply(blob, dev, NN);
+		for (int k = 0; k < NN; k++)
+			assert_memory_equal(&dev[k], &want[k], sizeof dev[k]);
+	}
+}
+
+/* A node's first record is flagged, and only it: the updater gives each
+ * node to one thread. */
+static void test_first_flags(void **state)
+{
+	(void)state;
+	uint8_t a[COMPACT] = { 0 }, b[COMPACT];
+	memset(b, 1, sizeof b);
+	cg_upd_clear(&u);
+	uint32_t g[3] = { 2, 1, 1 };
+	assert_int_equal(cg_upd_add(&u, 1, a, b, &ki, COMPACT, g), 0);
+	assert_int_equal(cg_upd_add(&u, 2, a, b, NULL, COMPACT, NULL), 0);
+	assert_int_equal(cg_upd_add(&u, 3, a, a, &ki, COMPACT, NULL), 0);
+	/* node 1: five parameters and a grid; node 2: one run of the buffer */
+	assert_int_equal(u.nrec, 7);
+	for (uint32_t i = 0; i < u.nrec; i++)
+		assert_int_equal(!!(u.rec[i].kind & CG_UPD_FIRST), i == 0 || i == 6);
+	assert_true(u.rec[5].kind & CG_UPD_GRID);
+	assert_int_equal(u.rec[6].off, 0);
+	assert_int_equal(u.rec[6].size, COMPACT);
+}
+
+/* Past the largest blob, a node's changes are refused whole. */
+static void test_full(void **state)
+{
+	(void)state;
+	static uint8_t a[4096], b[4096];
+	memset(b, 0xff, sizeof b);
+	cg_upd_clear(&u);
+	int k = 0;
+	while (cg_upd_add(&u, (uint64_t)k + 1, a, b, NULL, sizeof a, NULL) == 0)
+		k++;
+	assert_true(k >= 6);
+	uint32_t nrec = u.nrec, ndata = u.ndata;
+	assert_int_equal(cg_upd_add(&u, 99, a, b, NULL, sizeof a, NULL), -ENOSPC);
+	assert_int_equal(u.nrec, nrec);
+	assert_int_equal(u.ndata, ndata);
+	uint8_t blob[CG_UPD_MAX];
+	assert_int_equal(cg_upd_finish(&u, blob), CG_UPD_CLASSES - 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_first_flags),
+		cmocka_unit_test(test_full),
+	};
+	return cmocka_run_group_tests_name("devupd", tests, NULL, NULL);
+}
