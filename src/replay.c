@@ -15,6 +15,14 @@
 #define CG_RECENT 8
 #define CG_NHIST 4    /* values remembered per node */
 #define CG_VOLATILE 3 /* unseen values in a row: the node changes at every launch */
+/* A graph whose launches update CG_UPD_WORTH kernel nodes or more from the
+ * host, on average over CG_UPD_WINDOW launches, is built again with an
+ * updater (devupd.h): one host update a launch then, and the updater's own
+ * kernel on the GPU, which cost more than a few node updates (on the H200,
+ * the read-back solver's one node a launch: 1.26 of the hand-written graph's
+ * time with an updater from the start, 1.09 without). */
+#define CG_UPD_WORTH 4
+#define CG_UPD_WINDOW 16
 
 struct cg_variant {
 	CUgraphExec exec;
@@ -64,6 +72,11 @@ struct cg_graph {
 	uint64_t *devnode;
 	struct cg_upd *ub;
 	uint8_t *blob;
+	/* Without one: kernel nodes updated from the host over the last
+	 * launches, counted in windows of CG_UPD_WINDOW launches; upgrade: the
+	 * next launch builds the graph again with an updater. */
+	unsigned kupd, wlaunch;
+	int upgrade;
 	int upd_on;      /* the updater is enabled in the exec */
 	int upd_pending; /* it was given changes this launch has yet to carry */
 	int upd_lost;    /* a launch failed with such changes: the nodes' values are not known */
@@ -438,6 +451,7 @@ static int cg_update_node(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 		return -EIO;
 	}
 	v->vh[i] = h;
+	g->kupd += op->kind == CG_OP_KERNEL;
 	cg_stat_add(node_updates, 1);
 	return 0;
 }
@@ -544,20 +558,28 @@ fail:
 
 int cg_graph_build(const struct cg_tmpl *t, struct cg_graph **out, const CUstream *upload)
 {
-	/* A graph the driver will not take with an updater is built without. */
-	int rc = -EIO;
-	if (cg_wants_updater(t))
-		rc = cg_graph_make(t, out, upload, 1);
-	if (rc)
-		rc = cg_graph_make(t, out, upload, 0);
-	if (rc) {
+	if (cg_graph_make(t, out, upload, 0)) {
 		cg_count_fallback(CG_WHY_BUILD_FAILED);
-		return rc;
+		return -EIO;
 	}
 	cg_stat_add(graphs_built, 1);
-	cg_debug("built a graph of %zu ops over %d streams%s", t->n, (*out)->dag.nstreams,
-		 (*out)->upd ? ", with an updater" : "");
+	cg_debug("built a graph of %zu ops over %d streams", t->n, (*out)->dag.nstreams);
 	return 0;
+}
+
+/* t's graph built again with an updater, once its last launch is done (the
+ * old one's staging and events go with it); NULL where it cannot be, and it
+ * stays as it is. */
+static struct cg_graph *cg_graph_upgrade(struct cg_tmpl *t)
+{
+	struct cg_graph *g = t->g, *ng = NULL;
+	g->upgrade = 0;
+	if (!cg_wants_updater(t) || CG_BK(stream_sync, g->dag.streams[0]) != CUDA_SUCCESS ||
+	    cg_graph_make(t, &ng, NULL, 1))
+		return NULL;
+	cg_stat_add(graphs_updater, 1);
+	cg_debug("a graph of %zu ops whose kernel nodes change at most launches was built again with an updater", t->n);
+	return ng;
 }
 
 static void cg_graph_free_memory(struct cg_graph *g)
@@ -873,6 +895,8 @@ static int cg_fork(struct cg_graph *g, const struct cg_launch *l)
 	return 0;
 }
 
+static int cg_graph_launch_ops(struct cg_tmpl *t, struct cg_launch *l, const struct cg_op *ops, uint8_t *dirty);
+
 int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l)
 {
 	struct cg_graph *g = t->g;
@@ -884,12 +908,39 @@ int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l)
 			dirty_all[i] = !cg_op_same_values(&p->vals[i], &l->ops[i]);
 		dirty = dirty_all;
 	}
-	struct cg_variant *v = cg_pick_variant(g, t, l->ops, dirty);
+	/* A host still waiting on one of its events keeps the old graph. */
+	struct cg_graph *ng = cg_unlikely(g->upgrade) && !t->pins ? cg_graph_upgrade(t) : NULL;
+	if (!ng)
+		return cg_graph_launch_ops(t, l, l->ops, dirty);
+	/* The new graph holds the recording's values: this launch's, the
+	 * held op or (a kernel left implicit) the old prediction's, are
+	 * compared with those. */
+	struct cg_op *ops = malloc(t->n * sizeof *ops);
+	if (!ops) {
+		cg_graph_destroy(ng);
+		return cg_graph_launch_ops(t, l, l->ops, dirty);
+	}
+	const struct cg_variant *p = &g->var[g->predict];
+	for (size_t i = 0; i < t->n; i++) {
+		ops[i] = dirty[i] || t->ops[i].kind != CG_OP_KERNEL ? l->ops[i] : p->vals[i];
+		dirty_all[i] = !cg_op_same_values(&ng->var[0].vals[i], &ops[i]);
+	}
+	t->g = ng;
+	int rc = cg_graph_launch_ops(t, l, ops, dirty_all);
+	free(ops);
+	cg_graph_destroy(g);
+	return rc;
+}
+
+static int cg_graph_launch_ops(struct cg_tmpl *t, struct cg_launch *l, const struct cg_op *ops, uint8_t *dirty)
+{
+	struct cg_graph *g = t->g;
+	struct cg_variant *v = cg_pick_variant(g, t, ops, dirty);
 	CUstream ls = g->dag.streams[0];
 	/* An exec whose updater changes its nodes is uploaded before its launch. */
 	if (v && g->upd && !v->uploaded)
 		v->uploaded = CG_BK(graph_upload, v->exec, ls) == CUDA_SUCCESS;
-	int ready = v && (!g->upd || v->uploaded) && !(g->stage_size && cg_stage(g, t, v, l->ops)) && !cg_fork(g, l);
+	int ready = v && (!g->upd || v->uploaded) && !(g->stage_size && cg_stage(g, t, v, ops)) && !cg_fork(g, l);
 	CUresult lr = ready ? CG_BK(graph_launch, v->exec, ls) : CUDA_ERROR_NOT_READY;
 	if (g->upd_pending && lr != CUDA_SUCCESS)
 		g->upd_lost = 1;
@@ -924,6 +975,10 @@ int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l)
 	g->epoch_after = l->epoch + 1;
 	g->thread = l->thread;
 	g->launched = 1;
+	if (!g->upd && cg_opt.device_updates && ++g->wlaunch == CG_UPD_WINDOW) {
+		g->upgrade = g->kupd >= CG_UPD_WORTH * CG_UPD_WINDOW;
+		g->wlaunch = g->kupd = 0;
+	}
 	cg_stat_add(graph_launches, 1);
 	return 0;
 }

@@ -69,11 +69,13 @@ void cg_stats_write_json(FILE *f)
 	fprintf(f, "  \"segments\": %llu,\n  \"graphs_built\": %llu,\n  \"graph_launches\": %llu,\n"
 		   "  \"ops_total\": %llu,\n  \"ops_replayed\": %llu,\n  \"divergences\": %llu,\n"
 		   "  \"pieces_eager\": %llu,\n  \"node_updates\": %llu,\n  \"node_updates_device\": %llu,\n"
+		   "  \"graphs_updater\": %llu,\n"
 		   "  \"variants\": %llu,\n"
 		   "  \"backoffs\": %llu,\n  \"record_ns\": %llu,\n  \"instantiate_ns\": %llu,\n"
 		   "  \"held_host_bytes\": %llu,\n  \"held_device_bytes\": %llu,\n  \"stream_calls\": %llu,\n",
 		LD(segments), LD(graphs_built), LD(graph_launches), LD(ops_total), LD(ops_replayed),
-		LD(divergences), LD(pieces_eager), LD(node_updates), LD(node_updates_device), LD(variants), LD(backoffs),
+		LD(divergences), LD(pieces_eager), LD(node_updates), LD(node_updates_device), LD(graphs_updater), LD(variants),
+		LD(backoffs),
 		LD(record_ns),
 		LD(instantiate_ns), LD(held_bytes_host), LD(held_bytes_device), cg_stats_stream_calls());
 	fprintf(f, "  \"governor\": {\"windows\": %llu, \"aside_windows\": %llu, \"probes\": %llu, "
@@ -141,8 +143,9 @@ void cg_stats_write_report(FILE *f)
 	fprintf(f, "cgraft:   ops seen %llu, replayed in graphs %llu (%.1f%%), of %llu stream-work calls\n", total,
 		replayed, total ? 100.0 * (double)replayed / (double)total : 0.0, cg_stats_stream_calls());
 	fprintf(f, "cgraft:   segments %llu, graphs built %llu (+%llu variants), graph launches %llu, node updates %llu "
-		   "(%llu on the device)\n",
-		LD(segments), LD(graphs_built), LD(variants), LD(graph_launches), LD(node_updates), LD(node_updates_device));
+		   "(%llu on the device, by %llu graphs' updaters)\n",
+		LD(segments), LD(graphs_built), LD(variants), LD(graph_launches), LD(node_updates), LD(node_updates_device),
+		LD(graphs_updater));
 	fprintf(f, "cgraft:   divergences %llu, stretches run eagerly %llu, back-offs %llu, one-time cost %.3f ms "
 		   "(record %.3f, instantiate %.3f)\n",
 		LD(divergences), LD(pieces_eager), LD(backoffs), (double)(LD(record_ns) + LD(instantiate_ns)) / 1e6,
