@@ -77,9 +77,12 @@ struct cg_graph {
 	 * next launch builds the graph again with an updater. */
 	unsigned kupd, wlaunch;
 	int upgrade;
+	/* With one: a launch's changes exceeded it; the next launch builds the
+	 * graph again without (no_upgrade: for good). */
+	int downgrade, no_upgrade;
 	int upd_on;      /* the updater is enabled in the exec */
 	int upd_pending; /* it was given changes this launch has yet to carry */
-	int upd_lost;    /* a launch failed with such changes: the nodes' values are not known */
+	int upd_lost;    /* a launch failed with such changes: the nodes' values are not known (till built again) */
 };
 
 /* A launch's values: the held op where it differs from the predicted
@@ -567,18 +570,21 @@ int cg_graph_build(const struct cg_tmpl *t, struct cg_graph **out, const CUstrea
 	return 0;
 }
 
-/* t's graph built again with an updater, once its last launch is done (the
- * old one's staging and events go with it); NULL where it cannot be, and it
- * stays as it is. */
-static struct cg_graph *cg_graph_upgrade(struct cg_tmpl *t)
+/* t's graph built again, with an updater or without, once its last launch
+ * is done (the old one's staging and events go with it); NULL where it
+ * cannot be, and it stays as it is. */
+static struct cg_graph *cg_graph_rebuild(struct cg_tmpl *t)
 {
 	struct cg_graph *g = t->g, *ng = NULL;
-	g->upgrade = 0;
-	if (!cg_wants_updater(t) || CG_BK(stream_sync, g->dag.streams[0]) != CUDA_SUCCESS ||
-	    cg_graph_make(t, &ng, NULL, 1))
+	int updater = !g->downgrade;
+	g->upgrade = g->downgrade = 0;
+	if ((updater && !cg_wants_updater(t)) || CG_BK(stream_sync, g->dag.streams[0]) != CUDA_SUCCESS ||
+	    cg_graph_make(t, &ng, NULL, updater))
 		return NULL;
-	cg_stat_add(graphs_updater, 1);
-	cg_debug("a graph of %zu ops whose kernel nodes change at most launches was built again with an updater", t->n);
+	ng->no_upgrade = !updater;
+	cg_stat_add(graphs_updater, updater);
+	cg_debug("a graph of %zu ops was built again %s", t->n,
+		 updater ? "with an updater: its kernel nodes change at most launches" : "without its updater");
 	return ng;
 }
 
@@ -761,7 +767,8 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
 		const struct cg_kinfo *ki = o->flags & CG_F_PACKED ? NULL : o->u.k.ki;
 		if (cg_upd_add(u, g->devnode[i], was->u.k.params, o->u.k.params, ki, o->nbytes,
 			       grid ? o->u.k.grid : NULL)) {
-			cg_debug("a graph's changes exceed what its updater takes: that stretch runs eagerly");
+			cg_debug("a graph's changes exceed what its updater takes: it is built again without");
+			g->downgrade = 1;
 			return NULL;
 		}
 		sent[i] = 1;
@@ -897,6 +904,36 @@ static int cg_fork(struct cg_graph *g, const struct cg_launch *l)
 
 static int cg_graph_launch_ops(struct cg_tmpl *t, struct cg_launch *l, const struct cg_op *ops, uint8_t *dirty);
 
+/* Launches t for ops (every one written), building its graph again first
+ * where that is due (cg_graph_rebuild): the new graph holds the recording's
+ * values, which this launch's are compared with. */
+static int cg_graph_launch_due(struct cg_tmpl *t, struct cg_launch *l, const struct cg_op *ops, uint8_t *dirty)
+{
+	struct cg_graph *g = t->g;
+	/* A host still waiting on one of its events keeps the old graph. */
+	struct cg_graph *ng = (g->upgrade || g->downgrade) && !t->pins ? cg_graph_rebuild(t) : NULL;
+	if (!ng)
+		return cg_graph_launch_ops(t, l, ops, dirty);
+	uint8_t dirty_new[t->n];
+	for (size_t i = 0; i < t->n; i++)
+		dirty_new[i] = !cg_op_same_values(&ng->var[0].vals[i], &ops[i]);
+	t->g = ng;
+	int rc = cg_graph_launch_ops(t, l, ops, dirty_new);
+	cg_graph_destroy(g);
+	return rc;
+}
+
+/* This launch's values, every op written: the held op, or (a kernel left
+ * implicit) the prediction's it equals. */
+static struct cg_op *cg_launch_values(const struct cg_tmpl *t, const struct cg_launch *l, const uint8_t *dirty)
+{
+	const struct cg_variant *p = &t->g->var[t->g->predict];
+	struct cg_op *ops = malloc(t->n * sizeof *ops);
+	for (size_t i = 0; ops && i < t->n; i++)
+		ops[i] = dirty[i] || t->ops[i].kind != CG_OP_KERNEL ? l->ops[i] : p->vals[i];
+	return ops;
+}
+
 int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l)
 {
 	struct cg_graph *g = t->g;
@@ -908,27 +945,22 @@ int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l)
 			dirty_all[i] = !cg_op_same_values(&p->vals[i], &l->ops[i]);
 		dirty = dirty_all;
 	}
-	/* A host still waiting on one of its events keeps the old graph. */
-	struct cg_graph *ng = cg_unlikely(g->upgrade) && !t->pins ? cg_graph_upgrade(t) : NULL;
-	if (!ng)
-		return cg_graph_launch_ops(t, l, l->ops, dirty);
-	/* The new graph holds the recording's values: this launch's, the
-	 * held op or (a kernel left implicit) the old prediction's, are
-	 * compared with those. */
-	struct cg_op *ops = malloc(t->n * sizeof *ops);
-	if (!ops) {
-		cg_graph_destroy(ng);
-		return cg_graph_launch_ops(t, l, l->ops, dirty);
+	if (cg_likely(!g->upgrade && !g->downgrade)) {
+		int rc = cg_graph_launch_ops(t, l, l->ops, dirty);
+		if (!rc || !t->g->downgrade)
+			return rc;
 	}
-	const struct cg_variant *p = &g->var[g->predict];
-	for (size_t i = 0; i < t->n; i++) {
-		ops[i] = dirty[i] || t->ops[i].kind != CG_OP_KERNEL ? l->ops[i] : p->vals[i];
-		dirty_all[i] = !cg_op_same_values(&ng->var[0].vals[i], &ops[i]);
+	/* A graph built again (or to be: changes its updater cannot take
+	 * build it again without, at once). */
+	struct cg_op *ops = cg_launch_values(t, l, dirty);
+	if (!ops)
+		return -ENOMEM;
+	int rc = cg_graph_launch_due(t, l, ops, dirty);
+	if (rc && t->g->downgrade) {
+		memset(dirty_all, 1, t->n);
+		rc = cg_graph_launch_due(t, l, ops, dirty_all);
 	}
-	t->g = ng;
-	int rc = cg_graph_launch_ops(t, l, ops, dirty_all);
 	free(ops);
-	cg_graph_destroy(g);
 	return rc;
 }
 
@@ -943,7 +975,7 @@ static int cg_graph_launch_ops(struct cg_tmpl *t, struct cg_launch *l, const str
 	int ready = v && (!g->upd || v->uploaded) && !(g->stage_size && cg_stage(g, t, v, ops)) && !cg_fork(g, l);
 	CUresult lr = ready ? CG_BK(graph_launch, v->exec, ls) : CUDA_ERROR_NOT_READY;
 	if (g->upd_pending && lr != CUDA_SUCCESS)
-		g->upd_lost = 1;
+		g->upd_lost = g->downgrade = 1;
 	g->upd_pending = 0;
 	if (lr != CUDA_SUCCESS) {
 		if (ready)
@@ -975,7 +1007,7 @@ static int cg_graph_launch_ops(struct cg_tmpl *t, struct cg_launch *l, const str
 	g->epoch_after = l->epoch + 1;
 	g->thread = l->thread;
 	g->launched = 1;
-	if (!g->upd && cg_opt.device_updates && ++g->wlaunch == CG_UPD_WINDOW) {
+	if (!g->upd && !g->no_upgrade && cg_opt.device_updates && ++g->wlaunch == CG_UPD_WINDOW) {
 		g->upgrade = g->kupd >= CG_UPD_WORTH * CG_UPD_WINDOW;
 		g->wlaunch = g->kupd = 0;
 	}
