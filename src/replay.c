@@ -577,7 +577,7 @@ static struct cg_graph *cg_graph_rebuild(struct cg_tmpl *t)
 {
 	struct cg_graph *g = t->g, *ng = NULL;
 	int updater = !g->downgrade;
-	g->upgrade = g->downgrade = 0;
+	g->upgrade = 0; /* a graph that must lose its updater tries again at its next launch */
 	if ((updater && !cg_wants_updater(t)) || CG_BK(stream_sync, g->dag.streams[0]) != CUDA_SUCCESS ||
 	    cg_graph_make(t, &ng, NULL, updater))
 		return NULL;

@@ -130,6 +130,41 @@ static void kparams(G &g, int i, cudaKernelNodeParams &kp, void **args, int *ip,
 	kp.kernelParams = args;
 }
 
+// The head kernel's node parameters, hu its blob.
+static cudaKernelNodeParams head_params(void **a, unsigned threads)
+{
+	a[0] = &hu;
+	cudaKernelNodeParams kp = {};
+	kp.func = (void *)updater;
+	kp.gridDim = dim3(1);
+	kp.blockDim = dim3(threads);
+	kp.kernelParams = a;
+	return kp;
+}
+
+// The same through the driver, for the head kernel loaded from a cubin.
+static CUDA_KERNEL_NODE_PARAMS loaded_params(void **a)
+{
+	a[0] = &hu;
+	CUDA_KERNEL_NODE_PARAMS kp = {};
+	kp.func = loaded;
+	kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
+	kp.blockDimX = 128;
+	kp.blockDimY = kp.blockDimZ = 1;
+	kp.kernelParams = a;
+	return kp;
+}
+
+// Makes n device-updatable: its device handle.
+static cudaGraphDeviceNode_t devupdatable(cudaGraphNode_t n)
+{
+	cudaLaunchAttributeValue v = {};
+	v.deviceUpdatableKernelNode.deviceUpdatable = 1;
+	CK(cudaGraphKernelNodeSetAttribute(n, cudaLaunchAttributeDeviceUpdatableKernelNode, &v));
+	CK(cudaGraphKernelNodeGetAttribute(n, cudaLaunchAttributeDeviceUpdatableKernelNode, &v));
+	return v.deviceUpdatableKernelNode.devNode;
+}
+
 // mode 0 plain, 1 head kernel with parameters, 2 head kernel reading the ring
 static G build(int mode)
 {
@@ -142,13 +177,8 @@ static G build(int mode)
 	cudaGraphNode_t prev = nullptr;
 	if (mode == 1 && loaded) {
 		hu.n = 0;
-		void *a[] = { &hu };
-		CUDA_KERNEL_NODE_PARAMS kp = {};
-		kp.func = loaded;
-		kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
-		kp.blockDimX = 128;
-		kp.blockDimY = kp.blockDimZ = 1;
-		kp.kernelParams = a;
+		void *a[1];
+		CUDA_KERNEL_NODE_PARAMS kp = loaded_params(a);
 		if (cuGraphAddKernelNode((CUgraphNode *)&g.head, (CUgraph)g.g, nullptr, 0, &kp) != CUDA_SUCCESS) {
 			printf("adding the loaded updater failed\n");
 			exit(1);
@@ -156,12 +186,8 @@ static G build(int mode)
 		prev = g.head;
 	} else if (mode == 1) {
 		hu.n = 0;
-		void *a[] = { &hu };
-		cudaKernelNodeParams kp = {};
-		kp.func = (void *)updater;
-		kp.gridDim = dim3(1);
-		kp.blockDim = dim3(128);
-		kp.kernelParams = a;
+		void *a[1];
+		cudaKernelNodeParams kp = head_params(a, 128);
 		CK(cudaGraphAddKernelNode(&g.head, g.g, nullptr, 0, &kp));
 		prev = g.head;
 	} else if (mode == 2) {
@@ -182,15 +208,7 @@ static G build(int mode)
 		cudaGraphNode_t n;
 		CK(cudaGraphAddKernelNode(&n, g.g, prev ? &prev : nullptr, prev ? 1 : 0, &kp));
 		g.nodes.push_back(n);
-		cudaGraphDeviceNode_t dn = nullptr;
-		if (mode) {
-			cudaLaunchAttributeValue v = {};
-			v.deviceUpdatableKernelNode.deviceUpdatable = 1;
-			CK(cudaGraphKernelNodeSetAttribute(n, cudaLaunchAttributeDeviceUpdatableKernelNode, &v));
-			CK(cudaGraphKernelNodeGetAttribute(n, cudaLaunchAttributeDeviceUpdatableKernelNode, &v));
-			dn = v.deviceUpdatableKernelNode.devNode;
-		}
-		g.dev.push_back(dn);
+		g.dev.push_back(mode ? devupdatable(n) : nullptr);
 		prev = n;
 	}
 	CK(cudaGraphInstantiate(&g.x, g.g, 0));
@@ -223,22 +241,13 @@ static double step(G &g, int mode, int k, cudaStream_t s, unsigned long long sal
 				hu.r[j].off = 0;
 				hu.r[j].val = g.vals[i].w[0];
 			}
-			void *a[] = { &hu };
+			void *a[1];
 			if (loaded) {
-				CUDA_KERNEL_NODE_PARAMS kp = {};
-				kp.func = loaded;
-				kp.gridDimX = kp.gridDimY = kp.gridDimZ = 1;
-				kp.blockDimX = 128;
-				kp.blockDimY = kp.blockDimZ = 1;
-				kp.kernelParams = a;
+				CUDA_KERNEL_NODE_PARAMS kp = loaded_params(a);
 				if (cuGraphExecKernelNodeSetParams((CUgraphExec)g.x, (CUgraphNode)g.head, &kp) != CUDA_SUCCESS)
 					exit(1);
 			} else {
-				cudaKernelNodeParams kp = {};
-				kp.func = (void *)updater;
-				kp.gridDim = dim3(1);
-				kp.blockDim = dim3(128);
-				kp.kernelParams = a;
+				cudaKernelNodeParams kp = head_params(a, 128);
 				CK(cudaGraphExecKernelNodeSetParams(g.x, g.head, &kp));
 			}
 		}
@@ -289,12 +298,8 @@ static int survive()
 		g.vals.assign(2, P{});
 		CK(cudaGraphCreate(&g.g, 0));
 		hu.n = 0;
-		void *a[] = { &hu };
-		cudaKernelNodeParams up = {};
-		up.func = (void *)updater;
-		up.gridDim = dim3(1);
-		up.blockDim = dim3(32);
-		up.kernelParams = a;
+		void *a[1];
+		cudaKernelNodeParams up = head_params(a, 32);
 		CK(cudaGraphAddKernelNode(&g.head, g.g, nullptr, 0, &up));
 		cudaGraphNode_t prev = g.head, n;
 		for (int i = 0; i < 2; i++) {
@@ -304,15 +309,7 @@ static int survive()
 			kparams(g, i, kp, args, &ii, &nn);
 			CK(cudaGraphAddKernelNode(&n, g.g, &prev, 1, &kp));
 			g.nodes.push_back(n);
-			cudaGraphDeviceNode_t dn = nullptr;
-			if (i == 0) {
-				cudaLaunchAttributeValue v = {};
-				v.deviceUpdatableKernelNode.deviceUpdatable = 1;
-				CK(cudaGraphKernelNodeSetAttribute(n, cudaLaunchAttributeDeviceUpdatableKernelNode, &v));
-				CK(cudaGraphKernelNodeGetAttribute(n, cudaLaunchAttributeDeviceUpdatableKernelNode, &v));
-				dn = v.deviceUpdatableKernelNode.devNode;
-			}
-			g.dev.push_back(dn);
+			g.dev.push_back(i == 0 ? devupdatable(n) : nullptr);
 			prev = n;
 		}
 		cudaMemsetParams mp = {};
