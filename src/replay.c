@@ -950,8 +950,9 @@ int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l)
 		if (!rc || !t->g->downgrade)
 			return rc;
 	}
-	/* A graph built again (or to be: changes its updater cannot take
-	 * build it again without, at once). */
+	/* The graph is built again: where that was due, or where its
+	 * updater could not take this launch's changes (then without one,
+	 * at once). */
 	struct cg_op *ops = cg_launch_values(t, l, dirty);
 	if (!ops)
 		return -ENOMEM;
