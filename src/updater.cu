@@ -9,8 +9,8 @@ struct cg_upd_rec {
 	unsigned long long node; /* cudaGraphDeviceNode_t */
 	unsigned off;            /* where in the node's parameters (kind 0) */
 	unsigned size;           /* bytes (kind 0) */
-	unsigned data;           /* where its bytes lie in the blob */
-	unsigned kind;           /* 0 parameter bytes, 1 grid (three u32), 2 first of its node */
+	unsigned data;           /* where its bytes lie, from the records' start (on 8 bytes) */
+	unsigned kind;           /* bit 0: a grid (three u32), else parameter bytes; bit 1: its node's first */
 };
 
 template <int N> struct cg_upd_blob {
