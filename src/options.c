@@ -65,8 +65,9 @@ static const struct cg_opt_desc cg_opt_table[] = {
 	{ "CGRAFT_MAX_VARIANTS", CG_OPT_COUNT, &cg_opt.max_variants, 1, "4",
 	  "instantiated graphs per segment shape for recurring argument sets" },
 	{ "CGRAFT_DEVICE_UPDATES", CG_OPT_BOOL, &cg_opt.device_updates, 0, "1",
-	  "1: a graph's kernel nodes whose parameters change between launches are updated on the GPU by a kernel "
-	  "of cgraft's at the graph's head, one host call a launch; 0: each node from the host" },
+	  "1: a graph whose launches change 4 kernel nodes' parameters or more (on average) is built again with a "
+	  "kernel of cgraft's at its head that updates them on the GPU, one host call a launch; 0: every node is "
+	  "updated from the host" },
 	{ "CGRAFT_MAX_HOLD_US", CG_OPT_COUNT, &cg_opt.max_hold_us, 1, "1000",
 	  "held work is submitted after this many microseconds without a CUDA call (the host may be polling)" },
 	{ "CGRAFT_DRIVER_OPS", CG_OPT_BOOL, &cg_opt.driver_ops, 0, "1",

@@ -69,15 +69,12 @@ void cg_stats_write_json(FILE *f)
 	fprintf(f, "  \"segments\": %llu,\n  \"graphs_built\": %llu,\n  \"graph_launches\": %llu,\n"
 		   "  \"ops_total\": %llu,\n  \"ops_replayed\": %llu,\n  \"divergences\": %llu,\n"
 		   "  \"pieces_eager\": %llu,\n  \"node_updates\": %llu,\n  \"node_updates_device\": %llu,\n"
-		   "  \"graphs_updater\": %llu,\n"
-		   "  \"variants\": %llu,\n"
+		   "  \"graphs_updater\": %llu,\n  \"variants\": %llu,\n"
 		   "  \"backoffs\": %llu,\n  \"record_ns\": %llu,\n  \"instantiate_ns\": %llu,\n"
 		   "  \"held_host_bytes\": %llu,\n  \"held_device_bytes\": %llu,\n  \"stream_calls\": %llu,\n",
 		LD(segments), LD(graphs_built), LD(graph_launches), LD(ops_total), LD(ops_replayed),
 		LD(divergences), LD(pieces_eager), LD(node_updates), LD(node_updates_device), LD(graphs_updater), LD(variants),
-		LD(backoffs),
-		LD(record_ns),
-		LD(instantiate_ns), LD(held_bytes_host), LD(held_bytes_device), cg_stats_stream_calls());
+		LD(backoffs), LD(record_ns), LD(instantiate_ns), LD(held_bytes_host), LD(held_bytes_device), cg_stats_stream_calls());
 	fprintf(f, "  \"governor\": {\"windows\": %llu, \"aside_windows\": %llu, \"probes\": %llu, "
 		   "\"probes_slower\": %llu, \"last_ratio\": %.3f},\n",
 		LD(gov_windows), LD(gov_aside), LD(gov_probes), LD(gov_slower), (double)LD(gov_ratio_milli) / 1000);
