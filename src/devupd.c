@@ -126,6 +126,5 @@ int cg_upd_finish(const struct cg_upd *u, uint8_t *out)
 		memcpy(out + 8 + i * sizeof r, &r, sizeof r);
 	}
 	memcpy(out + 8 + recs, u->data, u->ndata);
-	memset(out + need, 0, cg_upd_sizes[c] - need);
 	return c;
 }

@@ -54,8 +54,9 @@ static inline void cg_upd_clear(struct cg_upd *u)
  * cannot hold it: u is then as before. */
 int cg_upd_add(struct cg_upd *u, uint64_t node, const uint8_t *old, const uint8_t *new, const struct cg_kinfo *ki,
 	       size_t n, const uint32_t *grid) CG_HIDDEN;
-/* Writes the blob (cg_upd_class_size(class) bytes) to out and returns its
- * class: the smallest that holds it. */
+/* Writes the blob to out (what follows its data is left as it was: the
+ * updater reads only its records) and returns its class, the smallest that
+ * holds it; out has cg_upd_class_size(class) bytes. */
 int cg_upd_finish(const struct cg_upd *u, uint8_t *out) CG_HIDDEN;
 
 #endif

@@ -923,14 +923,14 @@ static int cg_graph_launch_due(struct cg_tmpl *t, struct cg_launch *l, const str
 	return rc;
 }
 
-/* This launch's values, every op written: the held op, or (a kernel left
- * implicit) the prediction's it equals. */
+/* This launch's values, every op written (cg_val's; a staged copy's
+ * source is the held op's, whatever its values). */
 static struct cg_op *cg_launch_values(const struct cg_tmpl *t, const struct cg_launch *l, const uint8_t *dirty)
 {
-	const struct cg_variant *p = &t->g->var[t->g->predict];
+	const struct cg_vals vals = { l->ops, dirty, &t->g->var[t->g->predict] };
 	struct cg_op *ops = malloc(t->n * sizeof *ops);
 	for (size_t i = 0; ops && i < t->n; i++)
-		ops[i] = dirty[i] || t->ops[i].kind != CG_OP_KERNEL ? l->ops[i] : p->vals[i];
+		ops[i] = t->ops[i].kind != CG_OP_KERNEL ? l->ops[i] : *cg_val(&vals, i);
 	return ops;
 }
 

@@ -2978,7 +2978,9 @@ SIM_API CUresult simc_exec_set(CUgraphExec e, CUgraphNode node, int kind, sim_wo
         r = CUDA_ERROR_OUT_OF_MEMORY;
     else if (kind == SIM_W_KERNEL && x->w[node->index].k != w->k &&
              !(x->w[node->index].k->updater && w->k->updater))
-        r = CUDA_ERROR_INVALID_VALUE; /* but cgraft's updater takes one of another blob size */
+        r = CUDA_ERROR_INVALID_VALUE; /* the driver takes another function of the node's context, one making
+                                         device-side update calls where the old one did: here, cgraft's updater
+                                         of another blob size */
     if (r == CUDA_SUCCESS) {
         w->devupd = x->w[node->index].devupd;
         simc_work_free(&x->w[node->index]);
