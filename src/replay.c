@@ -571,15 +571,19 @@ int cg_graph_build(const struct cg_tmpl *t, struct cg_graph **out, const CUstrea
 }
 
 /* t's graph built again, with an updater or without, once its last launch
- * is done (the old one's staging and events go with it); NULL where it
- * cannot be, and it stays as it is. */
-static struct cg_graph *cg_graph_rebuild(struct cg_tmpl *t)
+ * is done (the old one's staging and events go with it), its nodes holding
+ * ops, this launch's values: the recording's may lie far behind them, more
+ * than an updater takes at once. NULL where it cannot be, and it stays as
+ * it is. */
+static struct cg_graph *cg_graph_rebuild(struct cg_tmpl *t, const struct cg_op *ops)
 {
 	struct cg_graph *g = t->g, *ng = NULL;
+	struct cg_tmpl now = *t;
+	now.ops = (struct cg_op *)ops;
 	int updater = !g->downgrade;
 	g->upgrade = 0; /* a graph that must lose its updater tries again at its next launch */
 	if ((updater && !cg_wants_updater(t)) || CG_BK(stream_sync, g->dag.streams[0]) != CUDA_SUCCESS ||
-	    cg_graph_make(t, &ng, NULL, updater))
+	    cg_graph_make(&now, &ng, NULL, updater))
 		return NULL;
 	ng->no_upgrade = !updater;
 	cg_stat_add(graphs_updater, updater);
@@ -905,13 +909,12 @@ static int cg_fork(struct cg_graph *g, const struct cg_launch *l)
 static int cg_graph_launch_ops(struct cg_tmpl *t, struct cg_launch *l, const struct cg_op *ops, uint8_t *dirty);
 
 /* Launches t for ops (every one written), building its graph again first
- * where that is due (cg_graph_rebuild): the new graph holds the recording's
- * values, which this launch's are compared with. */
+ * where that is due (cg_graph_rebuild): the new graph holds ops' values. */
 static int cg_graph_launch_due(struct cg_tmpl *t, struct cg_launch *l, const struct cg_op *ops, uint8_t *dirty)
 {
 	struct cg_graph *g = t->g;
 	/* A host still waiting on one of its events keeps the old graph. */
-	struct cg_graph *ng = (g->upgrade || g->downgrade) && !t->pins ? cg_graph_rebuild(t) : NULL;
+	struct cg_graph *ng = (g->upgrade || g->downgrade) && !t->pins ? cg_graph_rebuild(t, ops) : NULL;
 	if (!ng)
 		return cg_graph_launch_ops(t, l, ops, dirty);
 	uint8_t dirty_new[t->n];
