@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "stats.h"
+#include "op.h"
 #include "options.h"
 #include "profile.h"
 
@@ -75,6 +76,9 @@ void cg_stats_write_json(FILE *f)
 		LD(segments), LD(graphs_built), LD(graph_launches), LD(ops_total), LD(ops_replayed),
 		LD(divergences), LD(pieces_eager), LD(node_updates), LD(node_updates_device), LD(graphs_updater), LD(variants),
 		LD(backoffs), LD(record_ns), LD(instantiate_ns), LD(held_bytes_host), LD(held_bytes_device), cg_stats_stream_calls());
+	fprintf(f, "  \"node_updates_host\": {\"kernel\": %llu, \"copy\": %llu, \"memset\": %llu, \"host\": %llu},\n",
+		LD(node_updates_host[CG_OP_KERNEL]), LD(node_updates_host[CG_OP_COPY]),
+		LD(node_updates_host[CG_OP_MEMSET]), LD(node_updates_host[CG_OP_HOST]));
 	fprintf(f, "  \"governor\": {\"windows\": %llu, \"aside_windows\": %llu, \"probes\": %llu, "
 		   "\"probes_slower\": %llu, \"last_ratio\": %.3f},\n",
 		LD(gov_windows), LD(gov_aside), LD(gov_probes), LD(gov_slower), (double)LD(gov_ratio_milli) / 1000);
@@ -140,9 +144,10 @@ void cg_stats_write_report(FILE *f)
 	fprintf(f, "cgraft:   ops seen %llu, replayed in graphs %llu (%.1f%%), of %llu stream-work calls\n", total,
 		replayed, total ? 100.0 * (double)replayed / (double)total : 0.0, cg_stats_stream_calls());
 	fprintf(f, "cgraft:   segments %llu, graphs built %llu (+%llu variants), graph launches %llu, node updates %llu "
-		   "(%llu on the device, by %llu graphs' updaters)\n",
+		   "(%llu on the device, by %llu graphs' updaters; from the host %llu kernels, %llu copies, %llu memsets)\n",
 		LD(segments), LD(graphs_built), LD(variants), LD(graph_launches), LD(node_updates), LD(node_updates_device),
-		LD(graphs_updater));
+		LD(graphs_updater), LD(node_updates_host[CG_OP_KERNEL]), LD(node_updates_host[CG_OP_COPY]),
+		LD(node_updates_host[CG_OP_MEMSET]));
 	fprintf(f, "cgraft:   divergences %llu, stretches run eagerly %llu, back-offs %llu, one-time cost %.3f ms "
 		   "(record %.3f, instantiate %.3f)\n",
 		LD(divergences), LD(pieces_eager), LD(backoffs), (double)(LD(record_ns) + LD(instantiate_ns)) / 1e6,
