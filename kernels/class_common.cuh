@@ -53,6 +53,9 @@ static inline float *dev_init(size_t n, float base) {
     float *d = nullptr;
     CK(cudaMalloc(&d, n * sizeof(float)));
     CK(cudaMemcpy(d, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    // A copy from pageable memory returns once its bytes are staged, and work on a
+    // non-blocking stream is not ordered after it: wait for it to land.
+    CK(cudaDeviceSynchronize());
     return d;
 }
 

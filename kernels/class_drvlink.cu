@@ -143,6 +143,9 @@ int main(int argc, char **argv) {
         for (int i = 0; i < N; i++) host[i] = 0.125f + (float)i / (float)N;
         CKD(cuMemcpyHtoD(y, host.data(), N * sizeof(float)));
     }
+    // The memsets and a copy from pageable memory may return before they are done, and
+    // the non-blocking streams below are not ordered after them: wait for them.
+    CKD(cuCtxSynchronize());
 
     int n = N;
     std::vector<float> log;

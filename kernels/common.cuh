@@ -138,6 +138,9 @@ static inline float *upload_random(size_t n, uint64_t seed, float lo, float hi) 
     float *d = nullptr;
     CK(cudaMalloc(&d, n * sizeof(float)));
     CK(cudaMemcpy(d, h.data(), n * sizeof(float), cudaMemcpyHostToDevice));
+    // A copy from pageable memory returns once its bytes are staged, and work on a
+    // non-blocking stream is not ordered after it: wait for it to land.
+    CK(cudaDeviceSynchronize());
     return d;
 }
 
