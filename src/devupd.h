@@ -16,6 +16,9 @@
 #define CG_UPD_CLASSES 4
 /* The largest blob, the updater's parameters: CUDA's kernels take 32,764 bytes. */
 #define CG_UPD_MAX 32000
+/* The most updaters a graph gets, one after another, each with a blob of its
+ * own: changes past CG_UPD_MAX a launch take more than one. */
+#define CG_UPD_CHAIN 4
 
 /* One change as the updater reads it (src/updater.cu's cg_upd_rec). */
 struct cg_upd_rec {

@@ -63,24 +63,27 @@ struct cg_graph {
 	uint64_t epoch_after;   /* epoch right after the last launch */
 	const void *thread;     /* that launch's thread */
 	int launched;
-	/* Device updates (devupd.h): the updater, before every other node; per
-	 * op, its kernel node's device handle (0: updated from the host); the
-	 * blob being made and the one the updater was given. Such a graph is
-	 * instantiated once: it has no variants. */
-	CUgraphNode upd;
+	/* Device updates (devupd.h): nupd updaters, one after another before
+	 * every other node; per op, its kernel node's device handle (0: updated
+	 * from the host); per updater, the blob being made (made at its first
+	 * use); the blob an updater is given, written out for that call. Such a
+	 * graph is instantiated once: it has no variants. */
+	CUgraphNode upd[CG_UPD_CHAIN];
+	int nupd;
 	CUcontext upd_ctx;
 	uint64_t *devnode;
-	struct cg_upd *ub;
+	struct cg_upd *ub[CG_UPD_CHAIN];
 	uint8_t *blob;
 	/* Without one: kernel nodes updated from the host over the last
 	 * launches, counted in windows of CG_UPD_WINDOW launches; upgrade: the
 	 * next launch builds the graph again with an updater. */
 	unsigned kupd, wlaunch;
 	int upgrade;
-	/* With one: a launch's changes exceeded it; the next launch builds the
-	 * graph again without (no_upgrade: for good). */
-	int downgrade, no_upgrade;
-	int upd_on;      /* the updater is enabled in the exec */
+	/* With them: the next launch builds the graph again at once, with twice
+	 * as many where a launch's changes exceeded them (grow) and
+	 * CG_UPD_CHAIN allows, else without (no_upgrade: for good). */
+	int downgrade, grow, no_upgrade;
+	unsigned upd_on; /* which updaters are enabled in the exec, a bit each */
 	int upd_pending; /* it was given changes this launch has yet to carry */
 	int upd_lost;    /* a launch failed with such changes: the nodes' values are not known (till built again) */
 };
@@ -206,10 +209,10 @@ static CUresult cg_nccl_node(struct cg_graph *g, const struct cg_op *op, CUgraph
 	return rc;
 }
 
-/* The updater's node parameters: blob class c, g->blob. */
-static void cg_upd_params(const struct cg_graph *g, int c, void **argv, CUDA_KERNEL_NODE_PARAMS *p)
+/* An updater's node parameters: blob of class c. */
+static void cg_upd_params(const struct cg_graph *g, uint8_t *blob, int c, void **argv, CUDA_KERNEL_NODE_PARAMS *p)
 {
-	argv[0] = g->blob;
+	argv[0] = blob;
 	memset(p, 0, sizeof *p);
 	p->kern = cg_upd_kernel(c);
 	p->ctx = g->upd_ctx;
@@ -219,20 +222,33 @@ static void cg_upd_params(const struct cg_graph *g, int c, void **argv, CUDA_KER
 	p->kernelParams = argv;
 }
 
-/* The updater, a node of its own with an empty blob, which every node
- * without another dependency will follow. */
-static int cg_add_updater(struct cg_graph *g, const struct cg_tmpl *t)
+/* The blob of updater k, made at its first use. */
+static int cg_upd_scratch(struct cg_graph *g, int k)
+{
+	if (!g->ub[k])
+		g->ub[k] = malloc(sizeof *g->ub[k]);
+	return g->ub[k] ? 0 : -ENOMEM;
+}
+
+/* n updaters, one after another, each a node of its own with an empty blob;
+ * every node without another dependency will follow the last. */
+static int cg_add_updaters(struct cg_graph *g, const struct cg_tmpl *t, int n)
 {
 	g->devnode = calloc(t->n, sizeof *g->devnode);
-	g->ub = malloc(sizeof *g->ub);
 	g->blob = calloc(1, CG_UPD_MAX);
-	if (!g->devnode || !g->ub || !g->blob)
+	if (!g->devnode || !g->blob || cg_upd_scratch(g, 0))
 		return -ENOMEM;
 	g->upd_ctx = t->ops[0].ctx;
-	void *argv[1];
-	CUDA_KERNEL_NODE_PARAMS p;
-	cg_upd_params(g, 0, argv, &p);
-	return CG_BK(graph_add_kernel, &g->upd, g->graph, NULL, 0, &p) == CUDA_SUCCESS ? 0 : -EIO;
+	for (int k = 0; k < n; k++) {
+		void *argv[1];
+		CUDA_KERNEL_NODE_PARAMS p;
+		cg_upd_params(g, g->blob, 0, argv, &p); /* empty: no record */
+		if (CG_BK(graph_add_kernel, &g->upd[k], g->graph, k ? &g->upd[k - 1] : NULL, k ? 1 : 0, &p) !=
+		    CUDA_SUCCESS)
+			return -EIO;
+		g->nupd = k + 1;
+	}
+	return 0;
 }
 
 /* A kernel node the updater may change: its device handle, or 0 where the
@@ -262,7 +278,7 @@ static CUresult cg_node_add(struct cg_graph *g, const struct cg_op *op, size_t i
 		CUresult rc = CG_BK(graph_add_kernel, node, g->graph, deps, nd, &k.p);
 		if (rc == CUDA_SUCCESS)
 			rc = cg_kernel_node_attrs(*node, op);
-		if (rc == CUDA_SUCCESS && g->upd && (op->flags & CG_F_PACKED || op->u.k.ki->off))
+		if (rc == CUDA_SUCCESS && g->nupd && (op->flags & CG_F_PACKED || op->u.k.ki->off))
 			g->devnode[i] = cg_devnode(*node);
 		return rc;
 	}
@@ -302,8 +318,8 @@ static int cg_add_nodes(struct cg_graph *g, const struct cg_tmpl *t)
 		size_t nd = 0;
 		for (uint32_t k = d->dep_start[i]; k < d->dep_start[i + 1]; k++)
 			deps[nd++] = g->node[d->deps[k]];
-		if (!nd && g->upd)
-			deps[nd++] = g->upd;
+		if (!nd && g->nupd)
+			deps[nd++] = g->upd[g->nupd - 1];
 		CUresult e = cg_node_add(g, &t->ops[i], i, deps, nd);
 		if (e != CUDA_SUCCESS) {
 			cg_log_capped(CG_LOG_WARN, CG_FAULT_DRIVER,
@@ -499,13 +515,14 @@ static int cg_instantiate(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 	/* The exec goes to the device now, not at its first launch. */
 	CUstream up = upload ? *upload : g->dag.streams[0];
 	v->uploaded = (!upload || up) && CG_BK(graph_upload, v->exec, up) == CUDA_SUCCESS;
-	/* The updater starts disabled: a launch that changes nothing runs
-	 * without it. */
-	if (g->upd && CG_BK(exec_node_enable, v->exec, g->upd, 0) != CUDA_SUCCESS) {
-		CG_BK(exec_destroy, v->exec);
-		cg_stat_add(held_bytes_device, -(unsigned long long)v->dev_bytes);
-		return -EIO;
-	}
+	/* The updaters start disabled: a launch that changes nothing runs
+	 * without them. */
+	for (int k = 0; k < g->nupd; k++)
+		if (CG_BK(exec_node_enable, v->exec, g->upd[k], 0) != CUDA_SUCCESS) {
+			CG_BK(exec_destroy, v->exec);
+			cg_stat_add(held_bytes_device, -(unsigned long long)v->dev_bytes);
+			return -EIO;
+		}
 	if (cg_vals_alloc(v, t) || (vals && cg_update_all(g, t, v, vals))) {
 		CG_BK(exec_destroy, v->exec);
 		cg_stat_add(held_bytes_device, -(unsigned long long)v->dev_bytes);
@@ -527,7 +544,8 @@ static int cg_wants_updater(const struct cg_tmpl *t)
 	return 0;
 }
 
-static int cg_graph_make(const struct cg_tmpl *t, struct cg_graph **out, const CUstream *upload, int updater)
+/* t's graph, with nupd updaters at its head (0: none). */
+static int cg_graph_make(const struct cg_tmpl *t, struct cg_graph **out, const CUstream *upload, int nupd)
 {
 	struct cg_graph *g = calloc(1, sizeof *g);
 	*out = NULL;
@@ -549,7 +567,7 @@ static int cg_graph_make(const struct cg_tmpl *t, struct cg_graph **out, const C
 		g->graph = NULL;
 		goto fail;
 	}
-	if (cg_make_staging(g, t) || (updater && cg_add_updater(g, t)) || cg_add_nodes(g, t) ||
+	if (cg_make_staging(g, t) || (nupd && cg_add_updaters(g, t, nupd)) || cg_add_nodes(g, t) ||
 	    cg_make_events(g, t) || cg_instantiate(g, t, &g->var[0], NULL, upload))
 		goto fail;
 	g->nvar = 1;
@@ -581,15 +599,18 @@ static struct cg_graph *cg_graph_rebuild(struct cg_tmpl *t, const struct cg_op *
 	struct cg_graph *g = t->g, *ng = NULL;
 	struct cg_tmpl now = *t;
 	now.ops = (struct cg_op *)ops;
-	int updater = !g->downgrade;
-	g->upgrade = 0; /* a graph that must lose its updater tries again at its next launch */
-	if ((updater && !cg_wants_updater(t)) || CG_BK(stream_sync, g->dag.streams[0]) != CUDA_SUCCESS ||
-	    cg_graph_make(&now, &ng, NULL, updater))
+	int nupd = !g->downgrade ? 1 : g->grow && g->nupd * 2 <= CG_UPD_CHAIN ? g->nupd * 2 : 0;
+	g->upgrade = 0; /* a graph that must lose its updaters tries again at its next launch */
+	if ((nupd && !cg_wants_updater(t)) || CG_BK(stream_sync, g->dag.streams[0]) != CUDA_SUCCESS ||
+	    cg_graph_make(&now, &ng, NULL, nupd))
 		return NULL;
-	ng->no_upgrade = !updater;
-	cg_stat_add(graphs_updater, updater);
-	cg_debug("a graph of %zu ops was built again %s", t->n,
-		 updater ? "with an updater: its kernel nodes change at most launches" : "without its updater");
+	ng->no_upgrade = !nupd;
+	cg_stat_add(graphs_updater, nupd > 0);
+	if (nupd)
+		cg_debug("a graph of %zu ops was built again with %d updater%s: its kernel nodes change at most "
+			 "launches%s", t->n, nupd, nupd > 1 ? "s" : "", g->nupd ? ", by more than its updaters took" : "");
+	else
+		cg_debug("a graph of %zu ops was built again without updaters", t->n);
 	return ng;
 }
 
@@ -603,7 +624,8 @@ static void cg_graph_free_memory(struct cg_graph *g)
 	free(g->fork);
 	free(g->stage_off);
 	free(g->devnode);
-	free(g->ub);
+	for (int k = 0; k < CG_UPD_CHAIN; k++)
+		free(g->ub[k]);
 	free(g->blob);
 	free(g);
 }
@@ -746,18 +768,19 @@ static int cg_recurring(struct cg_graph *g, uint64_t key)
 	return 0;
 }
 
-/* A graph with an updater has its one exec: the kernel nodes whose values
- * changed are given them through the updater where they are
- * device-updatable, the other nodes from the host. NULL when the changes
- * could not be given (too many for the updater, a call refused): the exec's
- * nodes then hold what they held. */
+/* A graph with updaters has its one exec: the kernel nodes whose values
+ * changed are given them through the updaters where they are
+ * device-updatable (a node's changes all in one blob, the blobs filled in
+ * turn), the other nodes from the host. NULL when the changes could not be
+ * given (too many for the updaters, a call refused): the exec's nodes then
+ * hold what they held. */
 static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tmpl *t, const struct cg_op *ops,
 					  const uint8_t *dirty)
 {
 	struct cg_variant *v = &g->var[0];
-	struct cg_upd *u = g->ub;
 	uint8_t sent[t->n];
-	cg_upd_clear(u);
+	int k = 0;
+	cg_upd_clear(g->ub[0]);
 	for (size_t i = 0; i < t->n; i++) {
 		sent[i] = 0;
 		const struct cg_op *o = &ops[i], *was = &v->vals[i];
@@ -770,37 +793,49 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
 		}
 		int grid = memcmp(was->u.k.grid, o->u.k.grid, sizeof o->u.k.grid) != 0;
 		const struct cg_kinfo *ki = o->flags & CG_F_PACKED ? NULL : o->u.k.ki;
-		if (cg_upd_add(u, g->devnode[i], was->u.k.params, o->u.k.params, ki, o->nbytes,
-			       grid ? o->u.k.grid : NULL)) {
-			cg_debug("a graph's changes exceed what its updater takes: it is built again without");
-			g->downgrade = 1;
-			return NULL;
+		while (cg_upd_add(g->ub[k], g->devnode[i], was->u.k.params, o->u.k.params, ki, o->nbytes,
+				  grid ? o->u.k.grid : NULL)) {
+			if (!g->ub[k]->nrec || k + 1 == g->nupd || cg_upd_scratch(g, k + 1)) {
+				/* More updaters take more nodes, not a node's
+				 * changes past one blob. */
+				cg_debug("a graph's changes exceed what its %d updater%s take: it is built again",
+					 g->nupd, g->nupd > 1 ? "s" : "");
+				g->downgrade = 1;
+				g->grow = g->ub[k]->nrec > 0;
+				return NULL;
+			}
+			cg_upd_clear(g->ub[++k]);
 		}
 		sent[i] = 1;
 	}
-	if (!u->nrec) {
-		if (g->upd_on && CG_BK(exec_node_enable, v->exec, g->upd, 0) != CUDA_SUCCESS)
-			return NULL;
-		g->upd_on = 0;
-		return v;
-	}
 	uint64_t c0 = cg_cost_start();
-	void *argv[1];
-	CUDA_KERNEL_NODE_PARAMS p;
-	cg_upd_params(g, cg_upd_finish(u, g->blob), argv, &p);
-	CUresult rc = CG_BK(exec_set_kernel, v->exec, g->upd, &p);
-	if (rc == CUDA_SUCCESS && !g->upd_on)
-		rc = CG_BK(exec_node_enable, v->exec, g->upd, 1);
+	CUresult rc = CUDA_SUCCESS;
+	for (int j = 0; j < g->nupd && rc == CUDA_SUCCESS; j++) {
+		unsigned bit = 1u << j;
+		if (j > k || !g->ub[j]->nrec) {
+			if (g->upd_on & bit && (rc = CG_BK(exec_node_enable, v->exec, g->upd[j], 0)) == CUDA_SUCCESS)
+				g->upd_on &= ~bit;
+			continue;
+		}
+		void *argv[1];
+		CUDA_KERNEL_NODE_PARAMS p;
+		cg_upd_params(g, g->blob, cg_upd_finish(g->ub[j], g->blob), argv, &p);
+		rc = CG_BK(exec_set_kernel, v->exec, g->upd[j], &p);
+		if (rc == CUDA_SUCCESS && !(g->upd_on & bit) &&
+		    (rc = CG_BK(exec_node_enable, v->exec, g->upd[j], 1)) == CUDA_SUCCESS)
+			g->upd_on |= bit;
+		g->upd_pending = 1;
+	}
 	cg_cost_stop(CG_COST_UPDATE, c0);
 	if (rc != CUDA_SUCCESS) {
-		/* Refused, the updater keeps its blob, whose changes the nodes
-		 * already hold: the next launch gives these again. */
+		/* Refused: an updater keeps a blob the nodes may not hold yet,
+		 * and the next launch gives every updater that is enabled its
+		 * blob again, or disables it, before the exec runs. */
 		cg_log_capped(CG_LOG_WARN, CG_FAULT_DRIVER,
 			      "a graph updater's update failed (error %d): that stretch runs eagerly", (int)rc);
+		g->upd_pending = 0;
 		return NULL;
 	}
-	g->upd_on = 1;
-	g->upd_pending = 1;
 	for (size_t i = 0; i < t->n; i++)
 		if (sent[i]) {
 			cg_log_update(t, i, &v->vals[i], &ops[i], " on the device");
@@ -819,7 +854,7 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
 static struct cg_variant *cg_pick_variant(struct cg_graph *g, const struct cg_tmpl *t, const struct cg_op *ops,
 					  const uint8_t *dirty)
 {
-	if (g->upd)
+	if (g->nupd)
 		return g->upd_lost ? NULL : cg_pick_updated(g, t, ops, dirty);
 	const struct cg_vals vals = { ops, dirty, &g->var[g->predict] };
 	int any = 0;
@@ -975,12 +1010,14 @@ static int cg_graph_launch_ops(struct cg_tmpl *t, struct cg_launch *l, const str
 	struct cg_variant *v = cg_pick_variant(g, t, ops, dirty);
 	CUstream ls = g->dag.streams[0];
 	/* An exec whose updater changes its nodes is uploaded before its launch. */
-	if (v && g->upd && !v->uploaded)
+	if (v && g->nupd && !v->uploaded)
 		v->uploaded = CG_BK(graph_upload, v->exec, ls) == CUDA_SUCCESS;
-	int ready = v && (!g->upd || v->uploaded) && !(g->stage_size && cg_stage(g, t, v, ops)) && !cg_fork(g, l);
+	int ready = v && (!g->nupd || v->uploaded) && !(g->stage_size && cg_stage(g, t, v, ops)) && !cg_fork(g, l);
 	CUresult lr = ready ? CG_BK(graph_launch, v->exec, ls) : CUDA_ERROR_NOT_READY;
-	if (g->upd_pending && lr != CUDA_SUCCESS)
+	if (g->upd_pending && lr != CUDA_SUCCESS) {
 		g->upd_lost = g->downgrade = 1;
+		g->grow = 0;
+	}
 	g->upd_pending = 0;
 	if (lr != CUDA_SUCCESS) {
 		if (ready)
@@ -1012,7 +1049,7 @@ static int cg_graph_launch_ops(struct cg_tmpl *t, struct cg_launch *l, const str
 	g->epoch_after = l->epoch + 1;
 	g->thread = l->thread;
 	g->launched = 1;
-	if (!g->upd && !g->no_upgrade && cg_opt.device_updates && ++g->wlaunch == CG_UPD_WINDOW) {
+	if (!g->nupd && !g->no_upgrade && cg_opt.device_updates && ++g->wlaunch == CG_UPD_WINDOW) {
 		g->upgrade = g->kupd >= CG_UPD_WORTH * CG_UPD_WINDOW;
 		g->wlaunch = g->kupd = 0;
 	}
