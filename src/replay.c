@@ -29,6 +29,7 @@ struct cg_variant {
 	struct cg_op *vals;   /* values as last applied */
 	uint64_t *vh;         /* per node, the hash of vals */
 	int stage;            /* staging buffer its copy nodes read */
+	int stage_mixed;      /* a switch refused part way: some read the other */
 	size_t dev_bytes;     /* device memory its instantiation took, as far as seen */
 	int next;             /* the variant launched after this one, last time */
 	int uploaded;
@@ -511,6 +512,7 @@ static int cg_instantiate(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 		return -EIO;
 	}
 	v->stage = 0;
+	v->stage_mixed = 0;
 	v->next = -1;
 	/* The exec goes to the device now, not at its first launch. */
 	CUstream up = upload ? *upload : g->dag.streams[0];
@@ -895,10 +897,15 @@ static struct cg_variant *cg_pick_variant(struct cg_graph *g, const struct cg_tm
  * launch, after the launch before it has read it. */
 static int cg_stage(struct cg_graph *g, const struct cg_tmpl *t, struct cg_variant *v, const struct cg_op *ops)
 {
-	int b = g->cur ^ 1;
-	if (g->used[b] && CG_BK(event_query, g->done[b]) != CUDA_SUCCESS &&
-	    CG_BK(event_sync, g->done[b]) != CUDA_SUCCESS)
-		return -EIO;
+	/* The buffer v's nodes read where the launches that read it are done
+	 * (no node update then), else the other once its own are. */
+	int b = v->stage;
+	if (g->used[b] && CG_BK(event_query, g->done[b]) != CUDA_SUCCESS) {
+		b ^= 1;
+		if (g->used[b] && CG_BK(event_query, g->done[b]) != CUDA_SUCCESS &&
+		    CG_BK(event_sync, g->done[b]) != CUDA_SUCCESS)
+			return -EIO;
+	}
 	/* Which ops are staged is the template's to say: a held op the fast
 	 * path left implicit (a kernel) is not written out. A staged copy is
 	 * always, with the program's source in it, of the template's shape. */
@@ -909,7 +916,7 @@ static int cg_stage(struct cg_graph *g, const struct cg_tmpl *t, struct cg_varia
 				   o->u.cp.spitch * (o->u.cp.height - 1) + o->u.cp.width;
 			memcpy(g->staging[b] + g->stage_off[i], o->u.cp.src, n);
 		}
-	if (v->stage != b) {
+	if (v->stage != b || v->stage_mixed) {
 		/* Its nodes read b once every one of them was updated: after
 		 * an update refused, the next launch updates them all again. */
 		int was = v->stage;
@@ -917,8 +924,10 @@ static int cg_stage(struct cg_graph *g, const struct cg_tmpl *t, struct cg_varia
 		for (size_t i = 0; i < t->n; i++)
 			if (cg_staged(&t->ops[i]) && cg_update_node(g, t, v, i, &ops[i], cg_op_values_hash(&ops[i]))) {
 				v->stage = was;
+				v->stage_mixed = 1;
 				return -EIO;
 			}
+		v->stage_mixed = 0;
 	}
 	g->cur = b;
 	return 0;

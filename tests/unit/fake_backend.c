@@ -42,7 +42,7 @@ static struct {
 	uintptr_t next_handle;
 	struct {
 		CUresult rc;
-		int n;
+		int skip, n;
 	} fail[FK_COUNT];
 } fk = { .ctx = FK_CTX, .next_handle = 0x70000000u };
 
@@ -136,7 +136,9 @@ static struct fk_call *fk_begin(enum fk_fn fn)
 	memset(c, 0, sizeof *c);
 	c->fn = fn;
 	c->thread = pthread_self();
-	if (fk.fail[fn].n > 0) {
+	if (fk.fail[fn].skip > 0) {
+		fk.fail[fn].skip--;
+	} else if (fk.fail[fn].n > 0) {
 		fk.fail[fn].n--;
 		c->rc = fk.fail[fn].rc;
 	}
@@ -825,8 +827,14 @@ void fk_set_ctx(CUcontext c)
 
 void fk_fail(enum fk_fn fn, CUresult rc, int n)
 {
+	fk_fail_after(fn, rc, 0, n);
+}
+
+void fk_fail_after(enum fk_fn fn, CUresult rc, int skip, int n)
+{
 	pthread_mutex_lock(&fk_mu);
 	fk.fail[fn].rc = rc;
+	fk.fail[fn].skip = skip;
 	fk.fail[fn].n = n;
 	pthread_mutex_unlock(&fk_mu);
 }

@@ -109,8 +109,9 @@ void fk_stream_nonblocking(CUstream s);
 void fk_event_pending(CUevent e, int pending);
 /* The context cuCtxGetCurrent answers (FK_CTX by default; NULL: none). */
 void fk_set_ctx(CUcontext c);
-/* The next n calls of fn fail with rc. */
+/* The next n calls of fn fail with rc; with skip, after skip more succeed. */
 void fk_fail(enum fk_fn fn, CUresult rc, int n);
+void fk_fail_after(enum fk_fn fn, CUresult rc, int skip, int n);
 
 /* ---- the program's own calls ------------------------------------------ */
 /* Logs the real call the shim would make for an op the engine left eager. */

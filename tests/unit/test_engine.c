@@ -744,8 +744,9 @@ static uint8_t pagebuf[64]; /* pageable: in no range the fake calls device or pi
 
 /* A held copy from pageable memory reads the bytes the program had at its
  * call (it may reuse the buffer as soon as the call returns): the graph
- * copies them from pinned staging, two buffers in turn, and a buffer is
- * rewritten only after the launch that read it is done. */
+ * copies them from pinned staging, of two buffers the one its node reads
+ * while the launches that read it are done (no node update), else the
+ * other, rewritten only after the launch that read it is done. */
 static void test_pageable_copy_snapshot(void **state)
 {
 	(void)state;
@@ -753,7 +754,7 @@ static void test_pageable_copy_snapshot(void **state)
 	void *dst = (void *)(uintptr_t)BUF(20);
 	size_t build = 0;
 	uint8_t *staging[2] = { NULL, NULL };
-	int pending = 0;
+	int pending = 0, reading = -1, used[2] = { 0, 0 };
 	for (int i = 0; i < 12; i++) {
 		size_t m = fk_mark();
 		if (i == 1)
@@ -784,36 +785,105 @@ static void test_pageable_copy_snapshot(void **state)
 				staging[k] = (uint8_t *)fk_get(FK_MEM_ALLOC_HOST, m, k).dst;
 			struct fk_call node = fk_get(FK_GRAPH_ADD_MEMCPY, m, 0);
 			assert_true(node.src == (uintptr_t)staging[0] || node.src == (uintptr_t)staging[1]);
+			reading = node.src == (uintptr_t)staging[1];
 			assert_int_equal(node.dst, (uintptr_t)dst);
 			assert_int_equal(node.bytes, sizeof pagebuf);
 		}
 		if (i < 2)
 			continue;
 		assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 1);
-		/* The copy node reads the buffer just filled with this call's bytes. */
-		assert_int_equal(fk_count(FK_EXEC_SET_MEMCPY, m), 1);
-		struct fk_call u = fk_get(FK_EXEC_SET_MEMCPY, m, 0);
-		int b = u.src == (uintptr_t)staging[1];
-		assert_int_equal(u.src, (uintptr_t)staging[b]);
-		for (size_t k = 0; k < sizeof pagebuf; k++)
-			assert_int_equal(staging[b][k], 0x40 + i);
-		assert_true(fk_nth(FK_EXEC_SET_MEMCPY, m, 0) < fk_nth(FK_GRAPH_LAUNCH, m, 0));
-		/* In turn. */
-		static int last_b = -1;
-		if (i > 2)
-			assert_int_not_equal(b, last_b);
-		last_b = b;
 		if (pending) {
-			/* Not rewritten before the launch that read it is done. */
+			/* The launches still run: the copy node is given the
+			 * other buffer, in turn, rewritten only once the launch
+			 * that read it (if one did) is done. */
+			assert_int_equal(fk_count(FK_EXEC_SET_MEMCPY, m), 1);
+			struct fk_call u = fk_get(FK_EXEC_SET_MEMCPY, m, 0);
+			assert_int_equal(u.src, (uintptr_t)staging[reading ^ 1]);
+			reading ^= 1;
+			assert_true(fk_nth(FK_EXEC_SET_MEMCPY, m, 0) < fk_nth(FK_GRAPH_LAUNCH, m, 0));
 			long sync_at = fk_nth(FK_EVENT_SYNC, m, 0);
-			assert_true(sync_at >= 0);
-			assert_true(sync_at < fk_nth(FK_EXEC_SET_MEMCPY, m, 0));
+			if (used[reading]) {
+				assert_true(sync_at >= 0);
+				assert_true(sync_at < fk_nth(FK_EXEC_SET_MEMCPY, m, 0));
+			} else {
+				assert_true(sync_at < 0);
+			}
 		} else {
+			/* They are done: the buffer the node reads, no update. */
+			assert_int_equal(fk_count(FK_EXEC_SET_MEMCPY, m), 0);
 			assert_int_equal(fk_count(FK_EVENT_SYNC, m), 0);
 		}
+		/* The buffer the copy node reads holds this call's bytes. */
+		for (size_t k = 0; k < sizeof pagebuf; k++)
+			assert_int_equal(staging[reading][k], 0x40 + i);
+		used[reading] = 1;
 	}
 	for (size_t k = 0; k < 2; k++)
 		fk_event_pending(fk_get(FK_EVENT_CREATE, build, k).event, 0);
+}
+
+/* Two staged copies whose switch to the other buffer is refused part way
+ * (the first node updated, the second not): the next graph launch, with the
+ * buffers free again, gives both nodes the buffer it fills. */
+static void test_pageable_switch_refused_part_way(void **state)
+{
+	(void)state;
+	CUstream s = UT_STREAM(18);
+	void *dst[2] = { (void *)(uintptr_t)BUF(21), (void *)(uintptr_t)BUF(22) };
+	size_t build = 0;
+	uint8_t *staging[2] = { NULL, NULL };
+	int checked = 0;
+	for (int i = 0; i < 64 && !checked; i++) {
+		size_t m = fk_mark();
+		if (i == 1)
+			build = m;
+		/* The launches that read the staging buffers are still running
+		 * at the fourth iteration's, done at the fifth's. */
+		for (size_t k = 0; i >= 3 && i <= 4 && k < 2; k++)
+			fk_event_pending(fk_get(FK_EVENT_CREATE, build, k).event, i == 3);
+		if (i == 3)
+			fk_fail_after(FK_EXEC_SET_MEMCPY, CUDA_ERROR_INVALID_VALUE, 1, 1);
+		struct launch l;
+		int r = call(launch(&l, 1, s, 1, BUF(1), 0), 0);
+		if (i < 3)
+			assert_int_equal(r, i < 2 ? CG_EAGER : CG_DEFERRED);
+		for (int c = 0; c < 2; c++) {
+			struct cg_op cp;
+			enum cg_reason why;
+			memset(pagebuf, 0x40 + 2 * i + c, sizeof pagebuf);
+			assert_int_equal(cg_op_from_rt_memcpy_async(&cp, 0, &why, dst[c], pagebuf, sizeof pagebuf,
+								    cudaMemcpyHostToDevice, (cudaStream_t)s), 0);
+			cp.entry = CG_E_cudaMemcpyAsync;
+			assert_int_equal(cg_op_finish(&cp, &why), 0);
+			call(&cp, 1 + c);
+		}
+		call(launch(&l, 2, s, 1, BUF(2), 0), 3);
+		sync_point();
+		if (i == 1)
+			for (size_t k = 0; k < 2; k++)
+				staging[k] = (uint8_t *)fk_get(FK_MEM_ALLOC_HOST, m, k).dst;
+		if (i == 3) {
+			/* Refused at the second node: that stretch ran eagerly. */
+			assert_int_equal(fk_count(FK_EXEC_SET_MEMCPY, m), 2);
+			assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 0);
+		}
+		if (i >= 4 && fk_count(FK_GRAPH_LAUNCH, m)) {
+			/* Both nodes given the buffer just filled, as built. */
+			checked = 1;
+			assert_int_equal(fk_count(FK_EXEC_SET_MEMCPY, m), 2);
+			struct fk_call a = fk_get(FK_EXEC_SET_MEMCPY, m, 0), b = fk_get(FK_EXEC_SET_MEMCPY, m, 1);
+			int x = a.src == (uintptr_t)staging[1];
+			assert_int_equal(a.src, (uintptr_t)staging[x]);
+			assert_int_equal(b.src - a.src, fk_get(FK_GRAPH_ADD_MEMCPY, build, 1).src -
+							fk_get(FK_GRAPH_ADD_MEMCPY, build, 0).src);
+			for (size_t k = 0; k < sizeof pagebuf; k++) {
+				assert_int_equal(((uint8_t *)(uintptr_t)a.src)[k], 0x40 + 2 * i);
+				assert_int_equal(((uint8_t *)(uintptr_t)b.src)[k], 0x40 + 2 * i + 1);
+			}
+		}
+	}
+	assert_true(checked);
+	fk_fail(FK_EXEC_SET_MEMCPY, CUDA_SUCCESS, 0);
 }
 
 /* ---- kernels cgraft cannot hold, builds that fail ------------------------------------------------ */
@@ -953,6 +1023,7 @@ int main(void)
 		cmocka_unit_test_setup(test_host_memory_in_template, setup),
 		cmocka_unit_test_setup(test_host_memory_registered_later, setup),
 		cmocka_unit_test_setup(test_pageable_copy_snapshot, setup),
+		cmocka_unit_test_setup(test_pageable_switch_refused_part_way, setup),
 		cmocka_unit_test_setup(test_unknown_kernel_passes, setup),
 		cmocka_unit_test_setup(test_build_failure_not_retried, setup),
 		/* mutant guards */
