@@ -66,8 +66,8 @@ static const struct cg_opt_desc cg_opt_table[] = {
 	  "instantiated graphs per segment shape for recurring argument sets" },
 	{ "CGRAFT_DEVICE_UPDATES", CG_OPT_BOOL, &cg_opt.device_updates, 0, "1",
 	  "1: a graph whose launches change 4 kernel nodes' parameters or more (on average) is built again with a "
-	  "kernel of cgraft's at its head that updates them on the GPU, one host call a launch; 0: every node is "
-	  "updated from the host" },
+	  "kernel of cgraft's at its head that updates them on the GPU, one host call a launch (up to four such "
+	  "kernels where the changes need them); 0: every node is updated from the host" },
 	{ "CGRAFT_MAX_HOLD_US", CG_OPT_COUNT, &cg_opt.max_hold_us, 1, "1000",
 	  "held work is submitted after this many microseconds without a CUDA call (the host may be polling)" },
 	{ "CGRAFT_DRIVER_OPS", CG_OPT_BOOL, &cg_opt.driver_ops, 0, "1",
