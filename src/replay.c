@@ -972,13 +972,17 @@ static int cg_graph_launch_due(struct cg_tmpl *t, struct cg_launch *l, const str
 }
 
 /* This launch's values, every op written (cg_val's; a staged copy's
- * source is the held op's, whatever its values). */
+ * source is the held op's, whatever its values). A kernel's attributes,
+ * shape, are the template's, which outlive a graph built from these. */
 static struct cg_op *cg_launch_values(const struct cg_tmpl *t, const struct cg_launch *l, const uint8_t *dirty)
 {
 	const struct cg_vals vals = { l->ops, dirty, &t->g->var[t->g->predict] };
 	struct cg_op *ops = malloc(t->n * sizeof *ops);
-	for (size_t i = 0; ops && i < t->n; i++)
+	for (size_t i = 0; ops && i < t->n; i++) {
 		ops[i] = t->ops[i].kind != CG_OP_KERNEL ? l->ops[i] : *cg_val(&vals, i);
+		if (ops[i].kind == CG_OP_KERNEL)
+			ops[i].u.k.attr = t->ops[i].u.k.attr;
+	}
 	return ops;
 }
 
