@@ -893,8 +893,9 @@ static struct cg_variant *cg_pick_variant(struct cg_graph *g, const struct cg_tm
 }
 
 /* ---- launch -------------------------------------------------------------------- */
-/* Copies held pageable sources into the staging buffer not read by the last
- * launch, after the launch before it has read it. */
+/* Copies held pageable sources into a staging buffer no running launch
+ * reads: v's own where its launches are done, else the other once they are,
+ * v's copy nodes updated to it. */
 static int cg_stage(struct cg_graph *g, const struct cg_tmpl *t, struct cg_variant *v, const struct cg_op *ops)
 {
 	/* The buffer v's nodes read where the launches that read it are done
