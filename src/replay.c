@@ -87,6 +87,10 @@ struct cg_graph {
 	unsigned upd_on; /* which updaters are enabled in the exec, a bit each */
 	int upd_pending; /* it was given changes this launch has yet to carry */
 	int upd_lost;    /* a launch failed with such changes: the nodes' values are not known (till built again) */
+	/* The values its nodes were built with where they are not the
+	 * template's (a graph built again: its launch's), which a variant's
+	 * exec starts from; vals NULL: the template's. */
+	struct cg_variant built;
 };
 
 /* A launch's values: the held op where it differs from the predicted
@@ -382,26 +386,26 @@ static int cg_make_events(struct cg_graph *g, const struct cg_tmpl *t)
 	return 0;
 }
 
-/* Copies the template's ops and values into a variant's own block. */
-static int cg_vals_alloc(struct cg_variant *v, const struct cg_tmpl *t)
+/* v's values: a copy of the n ops from, its own parameter bytes with them. */
+static int cg_vals_alloc(struct cg_variant *v, size_t n, const struct cg_op *from)
 {
 	size_t pb = 0;
-	for (size_t i = 0; i < t->n; i++)
-		if (t->ops[i].kind == CG_OP_KERNEL)
-			pb += (t->ops[i].nbytes + 15) & ~(size_t)15;
-	v->vals = malloc(t->n * (sizeof *v->vals + sizeof *v->vh) + pb + 1);
+	for (size_t i = 0; i < n; i++)
+		if (from[i].kind == CG_OP_KERNEL)
+			pb += (from[i].nbytes + 15) & ~(size_t)15;
+	v->vals = malloc(n * (sizeof *v->vals + sizeof *v->vh) + pb + 1);
 	if (!v->vals)
 		return -ENOMEM;
-	v->vh = (uint64_t *)(v->vals + t->n);
-	uint8_t *p = (uint8_t *)(v->vh + t->n);
-	memcpy(v->vals, t->ops, t->n * sizeof *t->ops);
-	for (size_t i = 0; i < t->n; i++) {
-		if (t->ops[i].kind == CG_OP_KERNEL) {
-			memcpy(p, t->ops[i].u.k.params, t->ops[i].nbytes);
+	v->vh = (uint64_t *)(v->vals + n);
+	uint8_t *p = (uint8_t *)(v->vh + n);
+	memcpy(v->vals, from, n * sizeof *from);
+	for (size_t i = 0; i < n; i++) {
+		if (from[i].kind == CG_OP_KERNEL) {
+			memcpy(p, from[i].u.k.params, from[i].nbytes);
 			v->vals[i].u.k.params = p;
-			p += (t->ops[i].nbytes + 15) & ~(size_t)15;
+			p += (from[i].nbytes + 15) & ~(size_t)15;
 		}
-		v->vh[i] = cg_op_values_hash(&t->ops[i]);
+		v->vh[i] = cg_op_values_hash(&from[i]);
 	}
 	return 0;
 }
@@ -525,7 +529,7 @@ static int cg_instantiate(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 			cg_stat_add(held_bytes_device, -(unsigned long long)v->dev_bytes);
 			return -EIO;
 		}
-	if (cg_vals_alloc(v, t) || (vals && cg_update_all(g, t, v, vals))) {
+	if (cg_vals_alloc(v, t->n, g->built.vals ? g->built.vals : t->ops) || (vals && cg_update_all(g, t, v, vals))) {
 		CG_BK(exec_destroy, v->exec);
 		cg_stat_add(held_bytes_device, -(unsigned long long)v->dev_bytes);
 		free(v->vals);
@@ -606,6 +610,10 @@ static struct cg_graph *cg_graph_rebuild(struct cg_tmpl *t, const struct cg_op *
 	if ((nupd && !cg_wants_updater(t)) || CG_BK(stream_sync, g->dag.streams[0]) != CUDA_SUCCESS ||
 	    cg_graph_make(&now, &ng, NULL, nupd))
 		return NULL;
+	if (cg_vals_alloc(&ng->built, t->n, ng->var[0].vals)) {
+		cg_graph_destroy(ng);
+		return NULL;
+	}
 	ng->no_upgrade = !nupd;
 	cg_stat_add(graphs_updater, nupd > 0);
 	if (nupd)
@@ -629,6 +637,7 @@ static void cg_graph_free_memory(struct cg_graph *g)
 	for (int k = 0; k < CG_UPD_CHAIN; k++)
 		free(g->ub[k]);
 	free(g->blob);
+	free(g->built.vals);
 	free(g);
 }
 
@@ -695,7 +704,7 @@ static int cg_graph_touches(const struct cg_tmpl *t, cg_op_touch_fn f, const voi
 	for (int v = 0; g && v < g->nvar; v++)
 		if (cg_ops_touch(g->var[v].vals, t->n, f, p, n))
 			return 1;
-	return 0;
+	return g && g->built.vals && cg_ops_touch(g->built.vals, t->n, f, p, n);
 }
 
 int cg_graph_reaches(const struct cg_tmpl *t, const void *p, size_t n)

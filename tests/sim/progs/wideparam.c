@@ -4,7 +4,10 @@
  * updater takes (devupd.h). The graph built again with an updater is built
  * once more with two, which take them. With the argument "huge", 40 kernels
  * of 16 KB structs: any eight of them change more than CG_UPD_CHAIN
- * updaters take, and their graphs end without. */
+ * updaters take, and their graphs end without. With "alternate" as well,
+ * nine such kernels an iteration, their values as phase() says: the graph,
+ * built again without updaters at a launch of new values, later gets a
+ * variant for the recording's, which its exec must be brought to. */
 #include <stddef.h>
 #include <string.h>
 
@@ -28,6 +31,14 @@ static void k_wide(const sim_launch *l, void **a)
         p->y[i] = p->y[i] * 0.5f + s * 1e-6f;
 }
 
+/* The "alternate" values: those of the recording for three iterations,
+ * new ones at each of the next 27 (the graph is built again with updaters,
+ * more of them, then without), then the recording's and another in turn. */
+static int phase(int it)
+{
+    return it < 3 ? 0 : it < 30 ? it + 100 : it % 2;
+}
+
 static void k_huge(const sim_launch *l, void **a)
 {
     k_wide(l, a);
@@ -35,9 +46,10 @@ static void k_huge(const sim_launch *l, void **a)
 
 int main(int argc, char **argv)
 {
-    enum { N = 128, ITERS = 40 };
+    enum { N = 128 };
     const int huge = argc > 1 && !strcmp(argv[1], "huge");
-    const int K = huge ? 40 : 10, words = huge ? 4000 : 1000;
+    const int alternate = argc > 2 && !strcmp(argv[2], "alternate");
+    const int K = alternate ? 9 : huge ? 40 : 10, words = huge ? 4000 : 1000;
     static const size_t wide_sz[] = { offsetof(struct wide, c) + 1000 * sizeof(float) };
     static const size_t huge_sz[] = { sizeof(struct wide) };
     register_kernels();
@@ -50,10 +62,10 @@ int main(int argc, char **argv)
     p.y = y;
     p.n = N;
     p.words = words;
-    for (int it = 0; it < ITERS; it++) {
+    for (int it = 0; it < (alternate ? 120 : 40); it++) {
         for (int k = 0; k < K; k++) {
             for (int j = 0; j < words; j++)
-                p.c[j] = (float)((it * 31 + k * 7 + j) % 97);
+                p.c[j] = (float)(((alternate ? phase(it) : it) * 31 + k * 7 + j) % 97);
             void *args[] = { &p };
             CK(cudaLaunchKernel(huge ? (const void *)k_huge : (const void *)k_wide, d1(grid_for(N)), d1(BLOCK), args, 0, s));
         }
