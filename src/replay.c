@@ -89,8 +89,8 @@ struct cg_graph {
 	int upd_lost;    /* a launch failed with such changes: the nodes' values are not known (till built again) */
 	/* The values its nodes were built with where they are not the
 	 * template's (a graph built again: its launch's), which a variant's
-	 * exec starts from; vals NULL: the template's. */
-	struct cg_variant built;
+	 * exec starts from (cg_vals_alloc's block); NULL: the template's. */
+	struct cg_op *built;
 };
 
 /* A launch's values: the held op where it differs from the predicted
@@ -529,7 +529,7 @@ static int cg_instantiate(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 			cg_stat_add(held_bytes_device, -(unsigned long long)v->dev_bytes);
 			return -EIO;
 		}
-	if (cg_vals_alloc(v, t->n, g->built.vals ? g->built.vals : t->ops) || (vals && cg_update_all(g, t, v, vals))) {
+	if (cg_vals_alloc(v, t->n, g->built ? g->built : t->ops) || (vals && cg_update_all(g, t, v, vals))) {
 		CG_BK(exec_destroy, v->exec);
 		cg_stat_add(held_bytes_device, -(unsigned long long)v->dev_bytes);
 		free(v->vals);
@@ -610,10 +610,12 @@ static struct cg_graph *cg_graph_rebuild(struct cg_tmpl *t, const struct cg_op *
 	if ((nupd && !cg_wants_updater(t)) || CG_BK(stream_sync, g->dag.streams[0]) != CUDA_SUCCESS ||
 	    cg_graph_make(&now, &ng, NULL, nupd))
 		return NULL;
-	if (cg_vals_alloc(&ng->built, t->n, ng->var[0].vals)) {
+	struct cg_variant b;
+	if (cg_vals_alloc(&b, t->n, ng->var[0].vals)) {
 		cg_graph_destroy(ng);
 		return NULL;
 	}
+	ng->built = b.vals;
 	ng->no_upgrade = !nupd;
 	cg_stat_add(graphs_updater, nupd > 0);
 	if (nupd)
@@ -637,7 +639,7 @@ static void cg_graph_free_memory(struct cg_graph *g)
 	for (int k = 0; k < CG_UPD_CHAIN; k++)
 		free(g->ub[k]);
 	free(g->blob);
-	free(g->built.vals);
+	free(g->built);
 	free(g);
 }
 
@@ -704,7 +706,7 @@ static int cg_graph_touches(const struct cg_tmpl *t, cg_op_touch_fn f, const voi
 	for (int v = 0; g && v < g->nvar; v++)
 		if (cg_ops_touch(g->var[v].vals, t->n, f, p, n))
 			return 1;
-	return g && g->built.vals && cg_ops_touch(g->built.vals, t->n, f, p, n);
+	return g && g->built && cg_ops_touch(g->built, t->n, f, p, n);
 }
 
 int cg_graph_reaches(const struct cg_tmpl *t, const void *p, size_t n)
