@@ -2935,6 +2935,7 @@ SIM_API CUresult simc_graph_instantiate(CUgraphExec *out, CUgraph g)
     e->ndeps = f.ndeps;
     e->order = order;
     e->launches = 0;
+    e->updates = 0;
     e->graph = g;
     e->off = calloc(n + 1, 1);
     e->uploaded = 0;
