@@ -1394,7 +1394,9 @@ static __attribute__((noinline)) int cg_engine_op_slow(struct cg_op *op)
 		if (E.timing && t0)
 			E.defer_ns += cg_now_ns() - t0;
 		cg_lock_give(&E.mu);
+		uint64_t c0 = cg_cost_start();
 		op->status = cg_wait_readback(&wait);
+		cg_cost_stop(CG_COST_WAIT, c0);
 		return CG_DEFERRED;
 	}
 	op->t0 = t0 ? t0 : cg_now_ns();
@@ -1410,7 +1412,10 @@ int cg_engine_op(struct cg_op *op)
 	/* The path of most held launches: a kernel the only candidate expects. */
 	if (cg_likely(cg_fast_ok(op) && !E.timing) && cg_hold_fast(op))
 		return cg_fast_held(op);
-	return cg_engine_op_slow(op);
+	uint64_t c0 = cg_cost_start();
+	int rc = cg_engine_op_slow(op);
+	cg_cost_stop(CG_COST_SLOW, c0);
+	return rc;
 }
 
 static void cg_period_cut(void)

@@ -1038,7 +1038,9 @@ static int cg_graph_launch_ops(struct cg_tmpl *t, struct cg_launch *l, const str
 	if (v && g->nupd && !v->uploaded)
 		v->uploaded = CG_BK(graph_upload, v->exec, ls) == CUDA_SUCCESS;
 	int ready = v && (!g->nupd || v->uploaded) && !(g->stage_size && cg_stage(g, t, v, ops)) && !cg_fork(g, l);
+	uint64_t c0 = cg_cost_start();
 	CUresult lr = ready ? CG_BK(graph_launch, v->exec, ls) : CUDA_ERROR_NOT_READY;
+	cg_cost_stop(CG_COST_DRIVER, c0);
 	if (g->upd_pending && lr != CUDA_SUCCESS) {
 		g->upd_lost = g->downgrade = 1;
 		g->grow = 0;

@@ -38,6 +38,10 @@ enum cg_cost {
 	CG_COST_LAUNCH,  /* graph launches: variant, node updates, staging, fork, join */
 	CG_COST_UPDATE,  /* of those, node updates */
 	CG_COST_SUBMIT,  /* held work submitted eagerly */
+	CG_COST_DRIVER,  /* of CG_COST_LAUNCH, the driver's graph launch calls */
+	CG_COST_SLOW,    /* ops past the fast path (cg_engine_op_slow): the launches and waits it makes
+			  * included, an eager op's real call not */
+	CG_COST_WAIT,    /* of CG_COST_SLOW, waits for a replayed read-back */
 	CG_COST_COUNT
 };
 
@@ -63,6 +67,7 @@ struct cg_stats {
 	/* Host time split while the program times whole calls
 	 * (cgraft_call_time_ns(2)), by enum cg_cost. */
 	atomic_ullong cost_ns[CG_COST_COUNT];
+	atomic_ullong cost_n[CG_COST_COUNT]; /* how many times each was timed */
 	atomic_ullong real_ns[CG_E_COUNT]; /* of CG_COST_CALLS, the program's own real calls, by entry point */
 };
 extern struct cg_stats cg_stats CG_HIDDEN;
@@ -83,8 +88,10 @@ static inline uint64_t cg_cost_start(void)
 }
 static inline void cg_cost_stop(enum cg_cost what, uint64_t t0)
 {
-	if (cg_unlikely(t0))
+	if (cg_unlikely(t0)) {
 		atomic_fetch_add_explicit(&cg_stats.cost_ns[what], cg_now_ns() - t0, memory_order_relaxed);
+		atomic_fetch_add_explicit(&cg_stats.cost_n[what], 1, memory_order_relaxed);
+	}
 }
 
 void cg_stats_write_json(FILE *f) CG_HIDDEN;
