@@ -410,6 +410,24 @@ static void sc_shape(long iters) {
     finish("shape", {y, x, z});
 }
 
+// A decoding step's shape: a device-to-device copy one element longer every
+// iteration (a sequence growing by a token) among twenty kernels.
+static void sc_grow_copy(long iters) {
+    float *y = upload_random(SC_N, 39, -1, 1), *z = dev_zero(SC_N);
+    cudaStream_t s;
+    CK(cudaStreamCreate(&s));
+    for (long it = 0; it < iters; it++) {
+        for (int k = 0; k < 10; k++)
+            launch_affine(s, y, y, 0.99f, coef(it, k) * 1e-3f);
+        size_t len = 16 + (size_t)it % (SC_N - 16);
+        CK(cudaMemcpyAsync(z, y, len * sizeof(float), cudaMemcpyDeviceToDevice, s));
+        for (int k = 0; k < 10; k++)
+            launch_affine(s, y, z, 0.5f, 0.25f);
+        CK(cudaStreamSynchronize(s));
+    }
+    finish("grow_copy", {y, z});
+}
+
 // cuBLAS launches reach the driver on their own; they must stay in order with
 // the program's kernels around them on the same stream.
 static void sc_cublas(long iters) {
@@ -630,6 +648,7 @@ int main(int argc, char **argv) {
         {"nosync", "no blocking point until the end", sc_nosync},
         {"threads", "two host threads with their own streams", sc_threads},
         {"shape", "sizes change every iteration", sc_shape},
+        {"grow_copy", "a device copy one element longer every iteration", sc_grow_copy},
         {"cublas", "own kernels interleaved with cuBLAS GEMMs on one stream", sc_cublas},
         {"launch_error", "invalid launches and copies fail the same way", sc_launch_error},
         {"event_sync", "cross-stream events, cudaEventSynchronize, elapsed time", sc_event_sync},

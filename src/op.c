@@ -1041,7 +1041,8 @@ uint64_t cg_op_shape_hash(const struct cg_op *op)
 		h = cg_mix(h, (uint64_t)op->nbytes << 8 | op->u.k.nattr);
 		break;
 	case CG_OP_COPY:
-		h = cg_mix(h, op->u.cp.width ^ op->u.cp.height << 40 ^ op->u.cp.depth << 52);
+		h = cg_mix(h, (cg_op_extent_is_value(op) ? 0 : op->u.cp.width) ^ op->u.cp.height << 40 ^
+				      op->u.cp.depth << 52);
 		h = cg_mix(h, (uint64_t)(op->u.cp.dst_host | op->u.cp.src_host << 1));
 		if (cg_op_fixed_addresses(op))
 			h = cg_mix(cg_mix(h, (uintptr_t)op->u.cp.dst), (uintptr_t)op->u.cp.src);
@@ -1081,11 +1082,15 @@ int cg_op_same_shape(const struct cg_op *a, const struct cg_op *b)
 		       a->u.k.shmem == b->u.k.shmem &&
 		       (!a->u.k.nattr || !memcmp(a->u.k.attr, b->u.k.attr, a->u.k.nattr * sizeof *a->u.k.attr));
 	case CG_OP_COPY:
-		return a->u.cp.width == b->u.cp.width && a->u.cp.height == b->u.cp.height &&
-		       a->u.cp.depth == b->u.cp.depth && a->u.cp.dpitch == b->u.cp.dpitch &&
+		/* A device copy's size (and pitches, one row) are values. */
+		if (a->u.cp.height != b->u.cp.height || a->u.cp.depth != b->u.cp.depth ||
+		    a->u.cp.dst_host != b->u.cp.dst_host || a->u.cp.src_host != b->u.cp.src_host)
+			return 0;
+		if (cg_op_extent_is_value(a))
+			return 1;
+		return a->u.cp.width == b->u.cp.width && a->u.cp.dpitch == b->u.cp.dpitch &&
 		       a->u.cp.spitch == b->u.cp.spitch && a->u.cp.dheight == b->u.cp.dheight &&
-		       a->u.cp.sheight == b->u.cp.sheight && a->u.cp.dst_host == b->u.cp.dst_host &&
-		       a->u.cp.src_host == b->u.cp.src_host &&
+		       a->u.cp.sheight == b->u.cp.sheight &&
 		       (!cg_op_fixed_addresses(a) || (a->u.cp.dst == b->u.cp.dst && a->u.cp.src == b->u.cp.src));
 	case CG_OP_MEMSET:
 		return a->u.ms.width == b->u.ms.width && a->u.ms.height == b->u.ms.height &&
@@ -1116,7 +1121,9 @@ int cg_op_same_values(const struct cg_op *a, const struct cg_op *b)
 		 * bytes are copied at every replay, the address never matters;
 		 * nor does a destination a graph's copy lands in pinned memory
 		 * for (copied out after the wait). */
-		return (a->flags & CG_F_LANDS_PINNED || a->u.cp.dst == b->u.cp.dst) &&
+		return a->u.cp.width == b->u.cp.width && a->u.cp.dpitch == b->u.cp.dpitch &&
+		       a->u.cp.spitch == b->u.cp.spitch &&
+		       (a->flags & CG_F_LANDS_PINNED || a->u.cp.dst == b->u.cp.dst) &&
 		       ((a->flags & CG_F_SRC_PAGEABLE && !(a->flags & CG_F_HOST_WAITS)) ||
 			a->u.cp.src == b->u.cp.src);
 	case CG_OP_MEMSET:
@@ -1169,6 +1176,8 @@ uint64_t cg_op_values_hash(const struct cg_op *o)
 		h = cg_params_hash(o->u.k.params, o->nbytes, h);
 		break;
 	case CG_OP_COPY:
+		h = (h ^ o->u.cp.width) * 0x100000001b3ull;
+		h = (h ^ (o->u.cp.dpitch << 32 ^ o->u.cp.spitch)) * 0x100000001b3ull;
 		if (!(o->flags & CG_F_LANDS_PINNED))
 			h = (h ^ (uintptr_t)o->u.cp.dst) * 0x100000001b3ull;
 		if (!(o->flags & CG_F_SRC_PAGEABLE) || o->flags & CG_F_HOST_WAITS)
@@ -1255,8 +1264,8 @@ void cg_op_describe_change(char *buf, size_t size, const struct cg_op *was, cons
 		break;
 	}
 	case CG_OP_COPY:
-		snprintf(buf, size, "copy dst %p -> %p, src %p -> %p", was->u.cp.dst, now->u.cp.dst, was->u.cp.src,
-			 now->u.cp.src);
+		snprintf(buf, size, "copy dst %p -> %p, src %p -> %p, %zu -> %zu bytes", was->u.cp.dst, now->u.cp.dst,
+			 was->u.cp.src, now->u.cp.src, was->u.cp.width, now->u.cp.width);
 		break;
 	case CG_OP_MEMSET:
 		snprintf(buf, size, "memset dst %p -> %p, value %u -> %u", was->u.ms.dst, now->u.ms.dst,

@@ -346,6 +346,16 @@ static inline void cg_op_copy_grid(struct cg_op *d, const struct cg_op *s)
 {
 	memcpy(d->u.k.grid, s->u.k.grid, sizeof d->u.k.grid);
 }
+/* A linear copy between device memory: its size is a value, as its
+ * addresses are (a copy node of one dimension takes another through an
+ * update: a tensor growing by a token). Other copies' extents are shape:
+ * the driver updates no node of more dimensions, nor what copies host
+ * memory through staging or a landing buffer of cgraft's size. */
+static inline int cg_op_extent_is_value(const struct cg_op *op)
+{
+	return op->kind == CG_OP_COPY && op->u.cp.height == 1 && op->u.cp.depth == 1 && !op->u.cp.dst_host &&
+	       !op->u.cp.src_host;
+}
 /* Values: what a node update can change (parameters, addresses). */
 int cg_op_same_values(const struct cg_op *a, const struct cg_op *b) CG_HIDDEN;
 uint64_t cg_op_values_hash(const struct cg_op *op) CG_HIDDEN;

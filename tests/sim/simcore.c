@@ -2977,6 +2977,9 @@ SIM_API CUresult simc_exec_set(CUgraphExec e, CUgraphNode node, int kind, sim_wo
         r = CUDA_ERROR_INVALID_VALUE;
     else if (simc_exec_update_refused_locked(x))
         r = CUDA_ERROR_OUT_OF_MEMORY;
+    else if (kind == SIM_W_COPY && (x->w[node->index].height > 1 || x->w[node->index].depth > 1 ||
+                                    w->height > 1 || w->depth > 1 || !w->width))
+        r = CUDA_ERROR_INVALID_VALUE; /* the driver updates copies of one dimension only, any size but 0 */
     else if (kind == SIM_W_KERNEL && x->w[node->index].k != w->k &&
              !(x->w[node->index].k->updater && w->k->updater))
         r = CUDA_ERROR_INVALID_VALUE; /* the driver takes another function of the node's context, one making

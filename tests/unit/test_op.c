@@ -123,8 +123,8 @@ static void test_kernel_attributes(void **state)
 	assert_false(cg_op_same_shape(&a.op, &b.op));
 }
 
-/* 1D copies: the addresses are values. 2D copies cannot be updated: their
- * addresses are part of the shape. */
+/* 1D copies: the addresses are values, and between device memory the size.
+ * 2D copies cannot be updated: their addresses are part of the shape. */
 static void test_copy_shape_and_values(void **state)
 {
 	(void)state;
@@ -144,11 +144,27 @@ static void test_copy_shape_and_values(void **state)
 	assert_false(cg_op_same_values(&a, &b));
 	b.u.cp.dst = a.u.cp.dst;
 	assert_true(cg_op_same_values(&a, &b));
+	/* Between device memory, the size is a value too: one node of one
+	 * dimension takes any. */
 	struct cg_op c = a;
 	c.u.cp.width = 512;
 	c.u.cp.dpitch = c.u.cp.spitch = 512;
 	c.shape = cg_op_shape_hash(&c);
-	assert_false(cg_op_same_shape(&a, &c));
+	assert_true(cg_op_same_shape(&a, &c));
+	assert_int_equal(a.shape, c.shape);
+	assert_false(cg_op_same_values(&a, &c));
+	assert_int_not_equal(cg_op_values_hash(&a), cg_op_values_hash(&c));
+	/* From or to host memory (staged, or landing in cgraft's buffer) it
+	 * is shape. */
+	struct cg_op h, h2;
+	assert_int_equal(cg_op_from_rt_memcpy_async(&h, 0, &why, (void *)(uintptr_t)DEV_LO, (void *)(uintptr_t)PIN_LO,
+						    256, cudaMemcpyDefault, (cudaStream_t)UT_STREAM(1)), 0);
+	ut_shaped(ut_finish(&h));
+	h2 = h;
+	h2.u.cp.width = h2.u.cp.dpitch = h2.u.cp.spitch = 512;
+	h2.shape = cg_op_shape_hash(&h2);
+	assert_false(cg_op_same_shape(&h, &h2));
+	assert_int_not_equal(h.shape, h2.shape);
 
 	/* 2D: same extent, other addresses: another node. */
 	struct cg_op d, e;
