@@ -1359,6 +1359,10 @@ static int cg_fast_held(struct cg_op *op)
 static __attribute__((noinline)) int cg_engine_op_slow(struct cg_op *op)
 {
 	E.seq++;
+	cg_stat_add(slow[E.mode != CG_DEFER ? CG_SLOW_RECORD
+		    : op->kind != CG_OP_KERNEL ? CG_SLOW_NOT_KERNEL
+		    : E.held.n >= E.fast_upto ? CG_SLOW_CANDIDATES
+		    : E.timing ? CG_SLOW_TIMED : CG_SLOW_VALUES], 1);
 	if (cg_unlikely(op->kind == CG_OP_NCCL))
 		atomic_store(&cg_nccl_held, 1);
 	if (E.timing && cg_fast_ok(op)) {
@@ -1394,7 +1398,7 @@ static __attribute__((noinline)) int cg_engine_op_slow(struct cg_op *op)
 		if (E.timing && t0)
 			E.defer_ns += cg_now_ns() - t0;
 		cg_lock_give(&E.mu);
-		uint64_t c0 = cg_cost_start();
+		uint64_t c0 = wait.ev ? cg_cost_start() : 0;
 		op->status = cg_wait_readback(&wait);
 		cg_cost_stop(CG_COST_WAIT, c0);
 		return CG_DEFERRED;

@@ -42,7 +42,19 @@ enum cg_cost {
 	CG_COST_SLOW,    /* ops past the fast path (cg_engine_op_slow): the launches and waits it makes
 			  * included, an eager op's real call not */
 	CG_COST_WAIT,    /* of CG_COST_SLOW, waits for a replayed read-back */
+	CG_COST_REBUILD, /* of CG_COST_LAUNCH, graphs built again at a launch (cg_graph_rebuild) */
+	CG_COST_PICK,    /* of CG_COST_LAUNCH, the variant picked and its nodes updated (cg_pick_variant) */
 	CG_COST_COUNT
+};
+
+/* Why an op took the slow path (cg_engine_op_slow). */
+enum cg_slow {
+	CG_SLOW_RECORD,     /* nothing held: the op may start a template */
+	CG_SLOW_NOT_KERNEL, /* a copy, memset, event or host function */
+	CG_SLOW_CANDIDATES, /* past where several candidate templates part */
+	CG_SLOW_TIMED,      /* a replay timed for the back-off */
+	CG_SLOW_VALUES,     /* a kernel the prediction does not have: its values, or another */
+	CG_SLOW_COUNT
 };
 
 struct cg_stats {
@@ -69,6 +81,7 @@ struct cg_stats {
 	atomic_ullong cost_ns[CG_COST_COUNT];
 	atomic_ullong cost_n[CG_COST_COUNT]; /* how many times each was timed */
 	atomic_ullong real_ns[CG_E_COUNT]; /* of CG_COST_CALLS, the program's own real calls, by entry point */
+	atomic_ullong slow[CG_SLOW_COUNT]; /* ops past the fast path, by enum cg_slow */
 };
 extern struct cg_stats cg_stats CG_HIDDEN;
 extern const char *const cg_reason_names[CG_WHY_COUNT] CG_HIDDEN;
