@@ -44,6 +44,33 @@ CUkernel cg_upd_kernel(int c)
 	return cg_upd_k[c];
 }
 
+/* Whether w bytes (8 but at a parameter's end) are the same: a word's
+ * compare inlined, not a call. */
+static inline int cg_upd_same(const uint8_t *a, const uint8_t *b, size_t w)
+{
+	if (cg_likely(w == 8)) {
+		uint64_t x, y;
+		memcpy(&x, a, 8);
+		memcpy(&y, b, 8);
+		return x == y;
+	}
+	return !memcmp(a, b, w);
+}
+
+/* Whether 32 bytes are the same: equal stretches, most of a PyTorch
+ * kernel's parameters, are passed over four words at a time. */
+static inline int cg_upd_same32(const uint8_t *a, const uint8_t *b)
+{
+	uint64_t d = 0;
+	for (int k = 0; k < 32; k += 8) {
+		uint64_t x, y;
+		memcpy(&x, a + k, 8);
+		memcpy(&y, b + k, 8);
+		d |= x ^ y;
+	}
+	return !d;
+}
+
 /* Records for the differing 8-byte-word runs of n bytes that lie at off in
  * the kernel's parameter buffer. */
 static int cg_upd_runs(struct cg_upd *u, uint64_t node, const uint8_t *old, const uint8_t *new, size_t n,
@@ -51,15 +78,19 @@ static int cg_upd_runs(struct cg_upd *u, uint64_t node, const uint8_t *old, cons
 {
 	const size_t maxrec = sizeof u->rec / sizeof u->rec[0];
 	for (size_t i = 0; i < n;) {
+		while (n - i >= 32 && cg_upd_same32(old + i, new + i))
+			i += 32;
+		if (i == n)
+			break;
 		size_t w = n - i < 8 ? n - i : 8;
-		if (!memcmp(old + i, new + i, w)) {
+		if (cg_upd_same(old + i, new + i, w)) {
 			i += w;
 			continue;
 		}
 		size_t j = i + w;
 		while (j < n) {
 			size_t x = n - j < 8 ? n - j : 8;
-			if (!memcmp(old + j, new + j, x))
+			if (cg_upd_same(old + j, new + j, x))
 				break;
 			j += x;
 		}

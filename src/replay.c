@@ -27,7 +27,7 @@
 struct cg_variant {
 	CUgraphExec exec;
 	struct cg_op *vals;   /* values as last applied */
-	uint64_t *vh;         /* per node, the hash of vals */
+	uint64_t *vh;         /* per node, the hash of vals (not kept with updaters) */
 	int stage;            /* staging buffer its copy nodes read */
 	int stage_mixed;      /* a switch refused part way: some read the other */
 	size_t dev_bytes;     /* device memory its instantiation took, as far as seen */
@@ -781,7 +781,8 @@ static int cg_recurring(struct cg_graph *g, uint64_t key)
 	return 0;
 }
 
-/* A graph with updaters has its one exec: the kernel nodes whose values
+/* A graph with updaters has its one exec (whose value hashes, read only to
+ * pick among variants, are not kept): the kernel nodes whose values
  * changed are given them through the updaters where they are
  * device-updatable (a node's changes all in one blob, the blobs filled in
  * turn), the other nodes from the host. NULL when the changes could not be
@@ -800,7 +801,7 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
 		if (!dirty[i] || !g->node[i] || cg_op_same_values(was, o))
 			continue;
 		if (!g->devnode[i]) {
-			if (cg_update_node(g, t, v, i, o, cg_op_values_hash(o)))
+			if (cg_update_node(g, t, v, i, o, 0))
 				return NULL;
 			continue;
 		}
@@ -854,7 +855,6 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
 			cg_log_update(t, i, &v->vals[i], &ops[i], " on the device");
 			memcpy((void *)v->vals[i].u.k.params, ops[i].u.k.params, ops[i].nbytes);
 			cg_op_copy_grid(&v->vals[i], &ops[i]);
-			v->vh[i] = cg_op_values_hash(&ops[i]);
 			cg_stat_add(node_updates, 1);
 			cg_stat_add(node_updates_device, 1);
 		}
@@ -971,7 +971,9 @@ static int cg_graph_launch_due(struct cg_tmpl *t, struct cg_launch *l, const str
 {
 	struct cg_graph *g = t->g;
 	/* A host still waiting on one of its events keeps the old graph. */
+	uint64_t c0 = cg_cost_start();
 	struct cg_graph *ng = (g->upgrade || g->downgrade) && !t->pins ? cg_graph_rebuild(t, ops) : NULL;
+	cg_cost_stop(CG_COST_REBUILD, c0);
 	if (!ng)
 		return cg_graph_launch_ops(t, l, ops, dirty);
 	uint8_t dirty_new[t->n];
@@ -1032,13 +1034,15 @@ int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l)
 static int cg_graph_launch_ops(struct cg_tmpl *t, struct cg_launch *l, const struct cg_op *ops, uint8_t *dirty)
 {
 	struct cg_graph *g = t->g;
+	uint64_t c0 = cg_cost_start();
 	struct cg_variant *v = cg_pick_variant(g, t, ops, dirty);
+	cg_cost_stop(CG_COST_PICK, c0);
 	CUstream ls = g->dag.streams[0];
 	/* An exec whose updater changes its nodes is uploaded before its launch. */
 	if (v && g->nupd && !v->uploaded)
 		v->uploaded = CG_BK(graph_upload, v->exec, ls) == CUDA_SUCCESS;
 	int ready = v && (!g->nupd || v->uploaded) && !(g->stage_size && cg_stage(g, t, v, ops)) && !cg_fork(g, l);
-	uint64_t c0 = cg_cost_start();
+	c0 = cg_cost_start();
 	CUresult lr = ready ? CG_BK(graph_launch, v->exec, ls) : CUDA_ERROR_NOT_READY;
 	cg_cost_stop(CG_COST_DRIVER, c0);
 	if (g->upd_pending && lr != CUDA_SUCCESS) {
