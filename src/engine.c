@@ -1398,9 +1398,7 @@ static __attribute__((noinline)) int cg_engine_op_slow(struct cg_op *op)
 		if (E.timing && t0)
 			E.defer_ns += cg_now_ns() - t0;
 		cg_lock_give(&E.mu);
-		uint64_t c0 = wait.ev ? cg_cost_start() : 0;
 		op->status = cg_wait_readback(&wait);
-		cg_cost_stop(CG_COST_WAIT, c0);
 		return CG_DEFERRED;
 	}
 	op->t0 = t0 ? t0 : cg_now_ns();
@@ -1416,10 +1414,7 @@ int cg_engine_op(struct cg_op *op)
 	/* The path of most held launches: a kernel the only candidate expects. */
 	if (cg_likely(cg_fast_ok(op) && !E.timing) && cg_hold_fast(op))
 		return cg_fast_held(op);
-	uint64_t c0 = cg_cost_start();
-	int rc = cg_engine_op_slow(op);
-	cg_cost_stop(CG_COST_SLOW, c0);
-	return rc;
+	return cg_engine_op_slow(op);
 }
 
 static void cg_period_cut(void)

@@ -84,18 +84,17 @@ void cg_stats_write_json(FILE *f)
 		LD(gov_windows), LD(gov_aside), LD(gov_probes), LD(gov_slower), (double)LD(gov_ratio_milli) / 1000);
 	fprintf(f, "  \"host_cost_ns\": {\"calls\": %llu, \"real\": %llu, \"graph_launch\": %llu, "
 		   "\"node_update\": %llu, \"eager_submit\": %llu, \"graph_launch_driver\": %llu, "
-		   "\"slow_path\": %llu, \"readback_wait\": %llu, \"graph_rebuild\": %llu, "
-		   "\"variant\": %llu},\n",
+		   "\"graph_rebuild\": %llu, \"variant\": %llu},\n",
 		LD(cost_ns[CG_COST_CALLS]), cg_real_ns_total(), LD(cost_ns[CG_COST_LAUNCH]),
 		LD(cost_ns[CG_COST_UPDATE]), LD(cost_ns[CG_COST_SUBMIT]), LD(cost_ns[CG_COST_DRIVER]),
-		LD(cost_ns[CG_COST_SLOW]), LD(cost_ns[CG_COST_WAIT]), LD(cost_ns[CG_COST_REBUILD]),
+		LD(cost_ns[CG_COST_REBUILD]),
 		LD(cost_ns[CG_COST_PICK]));
 	fprintf(f, "  \"host_cost_count\": {\"calls\": %llu, \"graph_launch\": %llu, \"node_update\": %llu, "
-		   "\"eager_submit\": %llu, \"graph_launch_driver\": %llu, \"slow_path\": %llu, \"readback_wait\": %llu, \"graph_rebuild\": %llu, "
+		   "\"eager_submit\": %llu, \"graph_launch_driver\": %llu, \"graph_rebuild\": %llu, "
 		   "\"variant\": %llu},\n",
 		LD(cost_n[CG_COST_CALLS]), LD(cost_n[CG_COST_LAUNCH]), LD(cost_n[CG_COST_UPDATE]),
-		LD(cost_n[CG_COST_SUBMIT]), LD(cost_n[CG_COST_DRIVER]), LD(cost_n[CG_COST_SLOW]),
-		LD(cost_n[CG_COST_WAIT]), LD(cost_n[CG_COST_REBUILD]), LD(cost_n[CG_COST_PICK]));
+		LD(cost_n[CG_COST_SUBMIT]), LD(cost_n[CG_COST_DRIVER]),
+		LD(cost_n[CG_COST_REBUILD]), LD(cost_n[CG_COST_PICK]));
 	fprintf(f, "  \"slow_path_ops\": {\"record\": %llu, \"not_kernel\": %llu, \"candidates\": %llu, "
 		   "\"timed\": %llu, \"values\": %llu},\n",
 		LD(slow[CG_SLOW_RECORD]), LD(slow[CG_SLOW_NOT_KERNEL]), LD(slow[CG_SLOW_CANDIDATES]),

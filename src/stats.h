@@ -32,16 +32,15 @@ enum cg_reason {
 };
 
 /* Where the host's time in the program's calls goes, timed while the
- * program asks for whole calls (cgraft_call_time_ns(2)). */
+ * program asks for whole calls (cgraft_call_time_ns(2)): once a call, and
+ * in graph launches, never once an op inside a call (two clock reads, which
+ * the call's time would count, cost as much as a tenth of a held op). */
 enum cg_cost {
 	CG_COST_CALLS,   /* the calls as cgraft handles them, all of it */
 	CG_COST_LAUNCH,  /* graph launches: variant, node updates, staging, fork, join */
 	CG_COST_UPDATE,  /* of those, node updates */
 	CG_COST_SUBMIT,  /* held work submitted eagerly */
 	CG_COST_DRIVER,  /* of CG_COST_LAUNCH, the driver's graph launch calls */
-	CG_COST_SLOW,    /* ops past the fast path (cg_engine_op_slow): the launches and waits it makes
-			  * included, an eager op's real call not */
-	CG_COST_WAIT,    /* of CG_COST_SLOW, waits for a replayed read-back */
 	CG_COST_REBUILD, /* of CG_COST_LAUNCH, graphs built again at a launch (cg_graph_rebuild) */
 	CG_COST_PICK,    /* of CG_COST_LAUNCH, the variant picked and its nodes updated (cg_pick_variant) */
 	CG_COST_COUNT
