@@ -76,9 +76,10 @@ void cg_stats_write_json(FILE *f)
 		LD(segments), LD(graphs_built), LD(graph_launches), LD(ops_total), LD(ops_replayed),
 		LD(divergences), LD(pieces_eager), LD(node_updates), LD(node_updates_device), LD(graphs_updater), LD(variants),
 		LD(backoffs), LD(record_ns), LD(instantiate_ns), LD(held_bytes_host), LD(held_bytes_device), cg_stats_stream_calls());
-	fprintf(f, "  \"node_updates_host\": {\"kernel\": %llu, \"copy\": %llu, \"memset\": %llu, \"host\": %llu},\n",
+	fprintf(f, "  \"node_updates_host\": {\"kernel\": %llu, \"copy\": %llu, \"memset\": %llu, \"host\": %llu, "
+		   "\"kernel_beside_updater\": %llu},\n",
 		LD(node_updates_host[CG_OP_KERNEL]), LD(node_updates_host[CG_OP_COPY]),
-		LD(node_updates_host[CG_OP_MEMSET]), LD(node_updates_host[CG_OP_HOST]));
+		LD(node_updates_host[CG_OP_MEMSET]), LD(node_updates_host[CG_OP_HOST]), LD(node_updates_host_beside));
 	fprintf(f, "  \"governor\": {\"windows\": %llu, \"aside_windows\": %llu, \"probes\": %llu, "
 		   "\"probes_slower\": %llu, \"last_ratio\": %.3f},\n",
 		LD(gov_windows), LD(gov_aside), LD(gov_probes), LD(gov_slower), (double)LD(gov_ratio_milli) / 1000);
@@ -184,11 +185,13 @@ void cg_stats_write_report(FILE *f)
 	if (calls_ns) {
 		unsigned long long real = cg_real_ns_total(), launch = LD(cost_ns[CG_COST_LAUNCH]),
 				   submit = LD(cost_ns[CG_COST_SUBMIT]), parts = real + launch + submit;
-		fprintf(f, "cgraft:   host time in calls the program timed whole: %.3f ms: its eager calls %.3f, graph "
-			   "launches %.3f (node updates %.3f), held work submitted eagerly %.3f, cgraft's own %.3f\n",
-			(double)calls_ns / 1e6, (double)real / 1e6, (double)launch / 1e6,
-			(double)LD(cost_ns[CG_COST_UPDATE]) / 1e6, (double)submit / 1e6,
-			(double)(calls_ns > parts ? calls_ns - parts : 0) / 1e6);
+		fprintf(f, "cgraft:   host time in calls the program timed whole: %.3f ms: its eager calls %.3f, %llu graph "
+			   "launches %.3f (node updates %.3f, the driver's launch calls %.3f), held work submitted eagerly "
+			   "%.3f, cgraft's own %.3f over %llu calls\n",
+			(double)calls_ns / 1e6, (double)real / 1e6, LD(cost_n[CG_COST_LAUNCH]), (double)launch / 1e6,
+			(double)LD(cost_ns[CG_COST_UPDATE]) / 1e6, (double)LD(cost_ns[CG_COST_DRIVER]) / 1e6,
+			(double)submit / 1e6, (double)(calls_ns > parts ? calls_ns - parts : 0) / 1e6,
+			LD(cost_n[CG_COST_CALLS]));
 		if (real) {
 			fprintf(f, "cgraft:   of its eager calls, the longest:\n");
 			cg_report_top(f, cg_stats.real_ns, 1);
