@@ -1125,10 +1125,37 @@ static __attribute__((noinline)) void cg_fast_complete(struct cg_tmpl *t)
 	}
 }
 
+/* cg_hold_fast's kernel with values of its own (a tensor at another
+ * address): written as cg_defer_push would write it, its parameters copied
+ * and the op marked changed, without the slow path's search, which would
+ * find what cg_hold_fast found. 0 where the slow path must look (a kernel
+ * given host memory the host may poll, no memory): nothing held then. */
+static __attribute__((noinline)) int cg_hold_values(struct cg_op *op, struct cg_tmpl *t, size_t pos,
+						    const struct cg_op *v)
+{
+	op->nbytes = t->ops[pos].nbytes;
+	int differs = 1;
+	if (cg_seg_push(&E.held, op, 1, v, &differs))
+		return 0;
+	struct cg_op *h = &E.held.ops[pos];
+	if (differs && cg_hostmem_hit(h)) {
+		E.held.n = pos;
+		return 0;
+	}
+	E.dirty[pos] = (uint8_t)differs;
+	E.lazy[pos] = 0;
+	E.nwritten++;
+	h->shape = t->ops[pos].shape;
+	E.nfast++;
+	if (cg_unlikely(pos + 1 == t->n))
+		cg_fast_complete(t);
+	return 1;
+}
+
 /* The path of most held launches: a kernel the only candidate expects
- * here, with the values the graph has. Nothing is copied: the held op stays
- * implicit (cg_held_materialize). Its last op launches the graph. 1 when
- * held. */
+ * here. With the values the graph has, nothing is copied: the held op stays
+ * implicit (cg_held_materialize); with others, cg_hold_values. Its last op
+ * launches the graph. 1 when held. */
 static inline __attribute__((always_inline)) int cg_hold_fast(struct cg_op *op)
 {
 	struct cg_tmpl *t = E.cand[0];
@@ -1157,7 +1184,7 @@ static inline __attribute__((always_inline)) int cg_hold_fast(struct cg_op *op)
 		return 0;
 	op->u.k.ki = x->u.k.ki;
 	if (!cg_params_equal(op, v->u.k.params))
-		return 0;
+		return cg_hold_values(op, t, pos, v);
 	/* E.lazy[pos] is 1 and E.dirty[pos] 0 from the start (cg_try_start). */
 	E.nfast++; /* counted in cg_stats when the held work ends */
 	E.held.n = pos + 1;
