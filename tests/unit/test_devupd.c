@@ -93,6 +93,46 @@ static void test_roundtrip(void **state)
 	}
 }
 
+/* A wide parameter (PyTorch's 648-byte structs), changed in a few places
+ * anywhere, its last bytes short of a word included: the blob takes it to
+ * the new bytes, and equal stretches make no record. */
+static void test_wide(void **state)
+{
+	(void)state;
+	enum { W = 653 };
+	static uint32_t wsize[] = { W }, woff[] = { 0 };
+	static const struct cg_kinfo wki = { .nparams = 1, .size = wsize, .off = woff };
+	srand(11);
+	for (int round = 0; round < 2000; round++) {
+		uint8_t old[W], new[W], dev[W];
+		for (int b = 0; b < W; b++)
+			old[b] = new[b] = (uint8_t)rand();
+		int changes = rand() % 6;
+		for (int c = 0; c < changes; c++) {
+			int at = rand() % 3 ? rand() % W : W - 1 - rand() % 8;
+			new[at] ^= (uint8_t)(1 + rand() % 255);
+		}
+		int changed = memcmp(old, new, W) != 0; /* two changes may undo each other */
+		memcpy(dev, old, W);
+		cg_upd_clear(&u);
+		const struct cg_kinfo *k = round % 2 ? &wki : NULL;
+		assert_int_equal(cg_upd_add(&u, 1, old, new, k, W, NULL), 0);
+		assert_int_equal(u.nrec > 0, changed);
+		assert_true(u.nrec <= (uint32_t)changes);
+		uint8_t blob[CG_UPD_MAX];
+		cg_upd_finish(&u, blob);
+		uint32_t n;
+		memcpy(&n, blob, 4);
+		for (uint32_t i = 0; i < n; i++) {
+			struct cg_upd_rec r;
+			memcpy(&r, blob + 8 + i * sizeof r, sizeof r);
+			assert_true(r.off + r.size <= W && r.size <= 8 * (uint32_t)changes);
+			memcpy(dev + r.off, blob + 8 + r.data, r.size);
+		}
+		assert_memory_equal(dev, new, W);
+	}
+}
+
 /* A node's first record is flagged, and only it: the updater gives each
  * node to one thread. */
 static void test_first_flags(void **state)
@@ -137,6 +177,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip),
+		cmocka_unit_test(test_wide),
 		cmocka_unit_test(test_first_flags),
 		cmocka_unit_test(test_full),
 	};
