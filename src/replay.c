@@ -478,6 +478,8 @@ static int cg_update_node(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 	g->kupd += op->kind == CG_OP_KERNEL;
 	cg_stat_add(node_updates, 1);
 	cg_stat_add(node_updates_host[op->kind], 1);
+	if (g->nupd)
+		cg_stat_add(node_updates_host_beside[op->kind], 1);
 	return 0;
 }
 

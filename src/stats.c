@@ -77,9 +77,11 @@ void cg_stats_write_json(FILE *f)
 		LD(divergences), LD(pieces_eager), LD(node_updates), LD(node_updates_device), LD(graphs_updater), LD(variants),
 		LD(backoffs), LD(record_ns), LD(instantiate_ns), LD(held_bytes_host), LD(held_bytes_device), cg_stats_stream_calls());
 	fprintf(f, "  \"node_updates_host\": {\"kernel\": %llu, \"copy\": %llu, \"memset\": %llu, \"host\": %llu, "
-		   "\"kernel_beside_updater\": %llu},\n",
+		   "\"kernel_beside_updater\": %llu, \"copy_beside_updater\": %llu, \"memset_beside_updater\": %llu},\n",
 		LD(node_updates_host[CG_OP_KERNEL]), LD(node_updates_host[CG_OP_COPY]),
-		LD(node_updates_host[CG_OP_MEMSET]), LD(node_updates_host[CG_OP_HOST]), LD(node_updates_host_beside));
+		LD(node_updates_host[CG_OP_MEMSET]), LD(node_updates_host[CG_OP_HOST]),
+		LD(node_updates_host_beside[CG_OP_KERNEL]), LD(node_updates_host_beside[CG_OP_COPY]),
+		LD(node_updates_host_beside[CG_OP_MEMSET]));
 	fprintf(f, "  \"governor\": {\"windows\": %llu, \"aside_windows\": %llu, \"probes\": %llu, "
 		   "\"probes_slower\": %llu, \"last_ratio\": %.3f},\n",
 		LD(gov_windows), LD(gov_aside), LD(gov_probes), LD(gov_slower), (double)LD(gov_ratio_milli) / 1000);

@@ -64,7 +64,7 @@ struct cg_stats {
 	atomic_ullong node_updates_device; /* of node_updates, those the updater applied (devupd.h) */
 	/* of node_updates, those made from the host: kernels, copies, memsets, host functions */
 	atomic_ullong node_updates_host[4];
-	atomic_ullong node_updates_host_beside; /* of the kernels', those in graphs with updaters */
+	atomic_ullong node_updates_host_beside[4]; /* of those, in graphs with updaters, by kind */
 	atomic_ullong graphs_updater; /* graphs built again with an updater (devupd.h) */
 	atomic_ullong fallbacks[CG_WHY_COUNT];
 	atomic_ullong record_ns, instantiate_ns, backoffs;
