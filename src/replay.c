@@ -21,7 +21,9 @@
  * kernel on the GPU, which cost more than a few node updates (on the H200,
  * the read-back solver's one node a launch: 1.26 of the hand-written graph's
  * time with an updater from the start, 1.09 without). */
+#ifndef CG_UPD_WORTH
 #define CG_UPD_WORTH 4
+#endif
 #define CG_UPD_WINDOW 16
 
 struct cg_variant {
