@@ -1036,6 +1036,16 @@ static void cg_held_drop_last(void)
 
 static void cg_timer_wake(void);
 
+/* Held op pos written (no longer the template's, implicit), changed from
+ * the values expected there or not; its shape the candidates'. */
+static inline void cg_held_written(size_t pos, int dirty)
+{
+	E.dirty[pos] = (uint8_t)dirty;
+	E.lazy[pos] = 0;
+	E.nwritten++;
+	E.held.ops[pos].shape = E.cand[0]->ops[pos].shape; /* one shape, which the candidates share */
+}
+
 /* Holds op as the next of the deferral. Returns 1 when held (and launched
  * if it completes the only candidate), 0 when op must run eagerly (the
  * deferral was resolved first), with *wait for a launched read-back. */
@@ -1055,12 +1065,9 @@ static int cg_defer_push(struct cg_op *op, struct cg_wait *wait)
 		cg_resolve(0, 0);
 		return 0;
 	}
-	E.dirty[pos] = (uint8_t)(differs || !exp);
-	E.lazy[pos] = 0;
-	E.nwritten++;
+	cg_held_written(pos, differs || !exp);
 	E.mode = CG_DEFER;
 	struct cg_op *h = &E.held.ops[pos];
-	h->shape = E.cand[0]->ops[pos].shape; /* one shape, which the candidates share */
 	/* A kernel given host memory the host may poll, or a read-back that ends
 	 * no template here, is not held: the work before it goes out, then it
 	 * runs as the program called it. */
@@ -1137,15 +1144,11 @@ static __attribute__((noinline)) int cg_hold_values(struct cg_op *op, struct cg_
 	int differs = 1;
 	if (cg_seg_push(&E.held, op, 1, v, &differs))
 		return 0;
-	struct cg_op *h = &E.held.ops[pos];
-	if (differs && cg_hostmem_hit(h)) {
+	if (differs && cg_hostmem_hit(&E.held.ops[pos])) {
 		E.held.n = pos;
 		return 0;
 	}
-	E.dirty[pos] = (uint8_t)differs;
-	E.lazy[pos] = 0;
-	E.nwritten++;
-	h->shape = t->ops[pos].shape;
+	cg_held_written(pos, differs); /* t is E.cand[0] */
 	E.nfast++;
 	if (cg_unlikely(pos + 1 == t->n))
 		cg_fast_complete(t);
