@@ -125,6 +125,46 @@ static struct {
 	.run_ns_ok = 1,
 };
 
+/* Kernel launches seen to succeed, by function, block and shared memory:
+ * a node takes another function only so launched before (a launch its
+ * kernel's limits refuse is the program's error to see, from its own
+ * call). Sets of four, under the lock; forgotten with the kernels. */
+#define CG_SEEN_LAUNCHES 1024
+static uint64_t cg_seen_launch[CG_SEEN_LAUNCHES];
+
+static uint64_t cg_launch_key(const struct cg_op *op)
+{
+	uint64_t h = (uintptr_t)op->u.k.ki->handle * 0x9E3779B97F4A7C15ull;
+	h = (h ^ ((uint64_t)op->u.k.block[0] << 32 | op->u.k.block[1])) * 0x100000001b3ull;
+	h = (h ^ ((uint64_t)op->u.k.block[2] << 32 | op->u.k.shmem)) * 0x100000001b3ull;
+	return (h ^ h >> 31) | 1;
+}
+
+/* The set of key k, and the way k has there (-1: none). */
+static int cg_launch_way(uint64_t k, uint64_t **set)
+{
+	*set = &cg_seen_launch[(k >> 8) % (CG_SEEN_LAUNCHES / 4) * 4];
+	for (int w = 0; w < 4; w++)
+		if ((*set)[w] == k)
+			return w;
+	return -1;
+}
+
+static void cg_launch_seen(const struct cg_op *op)
+{
+	uint64_t k = cg_launch_key(op), *set;
+	if (cg_launch_way(k, &set) < 0) {
+		memmove(set + 1, set, 3 * sizeof *set); /* the oldest goes */
+		set[0] = k;
+	}
+}
+
+static int cg_launch_known(const struct cg_op *op)
+{
+	uint64_t *set;
+	return cg_launch_way(cg_launch_key(op), &set) >= 0;
+}
+
 atomic_int cg_engine_on;
 void (*cg_engine_first_op)(void);
 /* Its address tells one thread from another, for the cost of a TLS access. */
@@ -1019,7 +1059,7 @@ static void cg_held_materialize(void)
 			struct cg_op *h = &E.held.ops[i];
 			*h = E.lazy_src->ops[i];
 			h->u.k.params = E.expect_vals[i].u.k.params;
-			cg_op_copy_grid(h, &E.expect_vals[i]);
+			cg_op_copy_launch(h, &E.expect_vals[i]);
 			E.lazy[i] = 0;
 		}
 	E.nwritten = E.held.n;
@@ -1075,6 +1115,14 @@ static int cg_defer_push(struct cg_op *op, struct cg_wait *wait)
 		cg_held_drop_last();
 		cg_count_fallback(CG_WHY_HOST_MEMORY);
 		cg_resolve(0, 0);
+		return 0;
+	}
+	/* Another kernel where the template has one (cg_op_kernel_is_value):
+	 * held where this launch was seen to succeed, else a divergence. */
+	if (h->kind == CG_OP_KERNEL && !cg_op_same_kernel(h, &E.cand[0]->ops[pos]) && !cg_launch_known(h)) {
+		cg_held_drop_last();
+		cg_count_fallback(CG_WHY_UNSEEN_LAUNCH);
+		cg_resolve(0, 1);
 		return 0;
 	}
 	if (h->kind == CG_OP_RECORD)
@@ -1140,7 +1188,7 @@ static __attribute__((noinline)) void cg_fast_complete(struct cg_tmpl *t)
 static __attribute__((noinline)) int cg_hold_values(struct cg_op *op, struct cg_tmpl *t, size_t pos,
 						    const struct cg_op *v)
 {
-	op->nbytes = t->ops[pos].nbytes;
+	op->nbytes = v->nbytes;
 	int differs = 1;
 	if (cg_seg_push(&E.held, op, 1, v, &differs))
 		return 0;
@@ -1167,15 +1215,15 @@ static inline __attribute__((always_inline)) int cg_hold_fast(struct cg_op *op)
 	 * it starts (cg_try_start). */
 	if (pos >= t->n || t != E.expect_src)
 		return 0;
-	const struct cg_op *x = &t->ops[pos];
-	/* kind and flags (op's kind is a kernel), then the grid, block and
-	 * shared memory the graph has, attribute count and key kind: no
-	 * attributes */
-	uint16_t xa, oa;
-	memcpy(&xa, x, 2), memcpy(&oa, op, 2);
-	if (xa != oa || x->u.k.key != op->u.k.key || x->stream != op->stream || !op->u.k.args || op->u.k.nattr)
-		return 0;
+	/* What the graph's node has: the template's shape, and a kernel of its
+	 * own where the launch is a value (cg_op_kernel_is_value). Its kind and
+	 * flags (op's kind is a kernel), then the grid, block and shared memory,
+	 * attribute count and key kind: no attributes */
 	const struct cg_op *v = &E.expect_vals[pos];
+	uint16_t xa, oa;
+	memcpy(&xa, v, 2), memcpy(&oa, op, 2);
+	if (xa != oa || v->u.k.key != op->u.k.key || v->stream != op->stream || !op->u.k.args || op->u.k.nattr)
+		return 0;
 	uint64_t d = 0;
 	for (int i = 0; i < 4; i++) {
 		uint64_t a, b;
@@ -1185,7 +1233,7 @@ static inline __attribute__((always_inline)) int cg_hold_fast(struct cg_op *op)
 	}
 	if (d)
 		return 0;
-	op->u.k.ki = x->u.k.ki;
+	op->u.k.ki = v->u.k.ki;
 	if (!cg_params_equal(op, v->u.k.params))
 		return cg_hold_values(op, t, pos, v);
 	/* E.lazy[pos] is 1 and E.dirty[pos] 0 from the start (cg_try_start). */
@@ -1503,6 +1551,8 @@ void cg_engine_op_done(struct cg_op *op, int ok)
 {
 	cg_lock_take(&E.mu);
 	cg_wait_turn();
+	if (ok && op->kind == CG_OP_KERNEL && op->u.k.ki)
+		cg_launch_seen(op);
 	if (op->run_id != E.run_id || !atomic_load(&cg_engine_on)) {
 		cg_lock_give(&E.mu);
 		return;
@@ -1595,6 +1645,7 @@ static void cg_forget_reset_locked(void)
 {
 	cg_build_pause();
 	cg_kinfo_forget_all();
+	memset(cg_seen_launch, 0, sizeof cg_seen_launch);
 	cg_op_nccl_forget();
 	cg_learn_forget();
 	cg_bury(cg_table_take_naming(NULL, NULL, 1));

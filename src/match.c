@@ -17,6 +17,15 @@ static int cg_ntmpl;
 uint64_t cg_tmpl_key(const struct cg_op *ops, size_t n)
 {
 	uint64_t h = 0xcbf29ce484222325ull ^ n;
+	/* A match starts on the first kernel's own launch (cg_first_grid):
+	 * stretches that start on another are others. */
+	if (n && ops[0].kind == CG_OP_KERNEL) {
+		const struct cg_op *k = &ops[0];
+		h = (h ^ (uintptr_t)k->u.k.ki->handle) * 0x100000001b3ull;
+		for (int i = 0; i < 3; i++)
+			h = (h ^ k->u.k.grid[i] ^ (uint64_t)k->u.k.block[i] << 32) * 0x100000001b3ull;
+		h = (h ^ k->u.k.shmem ^ (uint64_t)k->nbytes << 32) * 0x100000001b3ull;
+	}
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ ops[i].shape) * 0x100000001b3ull + (h >> 29);
 	return h;
@@ -162,13 +171,13 @@ static int cg_same_shapes(const struct cg_tmpl *t, const struct cg_op *ops, size
 	return 1;
 }
 
-/* A match starts only on the grid its template starts with: a kernel over
- * another size starts other work (another thread's on its per-thread stream,
- * which has the same handle), which would diverge; once held, a grown grid
- * is a node update. */
+/* A match starts only on the kernel and grid its template starts with: a
+ * kernel over another size starts other work (another thread's on its
+ * per-thread stream, which has the same handle), which would diverge; once
+ * held, a grown grid or another kernel is a node update. */
 static int cg_first_grid(const struct cg_tmpl *t, const struct cg_op *op)
 {
-	return op->kind != CG_OP_KERNEL || cg_op_same_grid(&t->ops[0], op);
+	return op->kind != CG_OP_KERNEL || (cg_op_same_kernel(&t->ops[0], op) && cg_op_same_grid(&t->ops[0], op));
 }
 
 struct cg_tmpl *cg_table_find(const struct cg_op *ops, size_t n)

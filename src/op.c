@@ -1029,13 +1029,13 @@ uint64_t cg_op_shape_hash(const struct cg_op *op)
 	h = cg_mix(h, (uintptr_t)op->ctx);
 	switch (op->kind) {
 	case CG_OP_KERNEL:
-		/* The grid is a value where a node's update may change it
-		 * (cg_op_grid_is_value). */
+		/* The launch is a value where a node's update may change it
+		 * (cg_op_kernel_is_value). */
+		if (cg_op_kernel_is_value(op))
+			return cg_mix(h, 0x6b76);
 		h = cg_mix(h, (uintptr_t)op->u.k.ki->handle);
-		if (!cg_op_grid_is_value(op)) {
-			h = cg_mix(h, (uint64_t)op->u.k.grid[0] << 32 | op->u.k.grid[1]);
-			h = cg_mix(h, op->u.k.grid[2]);
-		}
+		h = cg_mix(h, (uint64_t)op->u.k.grid[0] << 32 | op->u.k.grid[1]);
+		h = cg_mix(h, op->u.k.grid[2]);
 		h = cg_mix(h, (uint64_t)op->u.k.block[0] << 32 | op->u.k.block[1]);
 		h = cg_mix(h, (uint64_t)op->u.k.block[2] << 32 | op->u.k.shmem);
 		h = cg_mix(h, (uint64_t)op->nbytes << 8 | op->u.k.nattr);
@@ -1075,11 +1075,9 @@ int cg_op_same_shape(const struct cg_op *a, const struct cg_op *b)
 		return 0;
 	switch (a->kind) {
 	case CG_OP_KERNEL:
-		return a->u.k.ki->handle == b->u.k.ki->handle && a->nbytes == b->nbytes && a->u.k.nattr == b->u.k.nattr &&
-		       cg_op_grid_fits(a, b) &&
-		       a->u.k.block[0] == b->u.k.block[0] &&
-		       a->u.k.block[1] == b->u.k.block[1] && a->u.k.block[2] == b->u.k.block[2] &&
-		       a->u.k.shmem == b->u.k.shmem &&
+		if (cg_op_kernel_is_value(a) && cg_op_kernel_is_value(b))
+			return cg_op_grid_valid(a) && cg_op_grid_valid(b);
+		return cg_op_same_kernel(a, b) && a->u.k.nattr == b->u.k.nattr && cg_op_same_grid(a, b) &&
 		       (!a->u.k.nattr || !memcmp(a->u.k.attr, b->u.k.attr, a->u.k.nattr * sizeof *a->u.k.attr));
 	case CG_OP_COPY:
 		/* A device copy's size (and pitches, one row) are values. */
@@ -1115,7 +1113,7 @@ int cg_op_same_values(const struct cg_op *a, const struct cg_op *b)
 {
 	switch (a->kind) {
 	case CG_OP_KERNEL:
-		return cg_op_same_grid(a, b) && !memcmp(a->u.k.params, b->u.k.params, a->nbytes);
+		return cg_op_same_kernel(a, b) && cg_op_same_grid(a, b) && !memcmp(a->u.k.params, b->u.k.params, a->nbytes);
 	case CG_OP_COPY:
 		/* A held pageable source is read from cgraft's staging: its
 		 * bytes are copied at every replay, the address never matters;
@@ -1171,8 +1169,10 @@ uint64_t cg_op_values_hash(const struct cg_op *o)
 	uint64_t h = 0xcbf29ce484222325ull ^ o->kind;
 	switch (o->kind) {
 	case CG_OP_KERNEL:
+		h = (h ^ (uintptr_t)o->u.k.ki->handle) * 0x100000001b3ull;
 		for (int i = 0; i < 3; i++)
-			h = (h ^ o->u.k.grid[i]) * 0x100000001b3ull;
+			h = (h ^ o->u.k.grid[i] ^ (uint64_t)o->u.k.block[i] << 32) * 0x100000001b3ull;
+		h = (h ^ o->u.k.shmem ^ (uint64_t)o->nbytes << 32) * 0x100000001b3ull;
 		h = cg_params_hash(o->u.k.params, o->nbytes, h);
 		break;
 	case CG_OP_COPY:
@@ -1232,6 +1232,14 @@ void cg_op_describe_change(char *buf, size_t size, const struct cg_op *was, cons
 	switch (now->kind) {
 	case CG_OP_KERNEL: {
 		const struct cg_kinfo *ki = now->u.k.ki;
+		if (!cg_op_same_kernel(was, now)) {
+			const struct cg_kinfo *wi = was->u.k.ki;
+			snprintf(buf, size, "kernel %s block (%u,%u,%u) shmem %u -> %s block (%u,%u,%u) shmem %u",
+				 wi->name[0] ? wi->name : "(unnamed)", was->u.k.block[0], was->u.k.block[1],
+				 was->u.k.block[2], was->u.k.shmem, ki->name[0] ? ki->name : "(unnamed)",
+				 now->u.k.block[0], now->u.k.block[1], now->u.k.block[2], now->u.k.shmem);
+			break;
+		}
 		n = snprintf(buf, size, "kernel %s:", ki->name[0] ? ki->name : "(unnamed)");
 		if (!cg_op_same_grid(was, now) && n >= 0 && (size_t)n < size)
 			n += snprintf(buf + n, size - (size_t)n, " grid (%u,%u,%u) -> (%u,%u,%u)", was->u.k.grid[0],

@@ -330,6 +330,23 @@ static inline int cg_op_grid_valid(const struct cg_op *op)
 	const uint32_t *g = op->u.k.grid;
 	return g[0] && g[1] && g[2] && g[0] <= 0x7fffffffu && g[1] <= 65535 && g[2] <= 65535;
 }
+/* A kernel's function, block, shared memory and parameter size are values
+ * too where its grid is (a node update sets them all): one place of a loop
+ * that launches PyTorch's vectorised kernel of 4 or of 2 as a pointer's
+ * alignment changes, or cuBLAS's gemv or sgemm as a size does, is one node.
+ * The launch must be one seen to succeed (cg_engine's launch table): a node
+ * takes no launch its kernel's limits refuse. */
+static inline int cg_op_kernel_is_value(const struct cg_op *op)
+{
+	return cg_op_grid_is_value(op);
+}
+/* Whether two kernel ops launch the same function the same way (grid
+ * aside), parameters of one size. */
+static inline int cg_op_same_kernel(const struct cg_op *a, const struct cg_op *b)
+{
+	return a->u.k.ki->handle == b->u.k.ki->handle && a->nbytes == b->nbytes &&
+	       !memcmp(a->u.k.block, b->u.k.block, sizeof a->u.k.block) && a->u.k.shmem == b->u.k.shmem;
+}
 /* Whether two kernel ops have the same grid. */
 static inline int cg_op_same_grid(const struct cg_op *a, const struct cg_op *b)
 {
@@ -345,6 +362,18 @@ static inline int cg_op_grid_fits(const struct cg_op *t, const struct cg_op *op)
 static inline void cg_op_copy_grid(struct cg_op *d, const struct cg_op *s)
 {
 	memcpy(d->u.k.grid, s->u.k.grid, sizeof d->u.k.grid);
+}
+/* Gives kernel op d the launch of s, its parameters' bytes aside: function,
+ * grid, block, shared memory and parameter size. */
+static inline void cg_op_copy_launch(struct cg_op *d, const struct cg_op *s)
+{
+	d->u.k.key = s->u.k.key;
+	d->u.k.how = s->u.k.how;
+	d->u.k.ki = s->u.k.ki;
+	d->nbytes = s->nbytes;
+	memcpy(d->u.k.block, s->u.k.block, sizeof d->u.k.block);
+	d->u.k.shmem = s->u.k.shmem;
+	cg_op_copy_grid(d, s);
 }
 /* A linear copy between device memory: its size is a value, as its
  * addresses are (a copy node of one dimension takes another through an

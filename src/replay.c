@@ -30,6 +30,10 @@ struct cg_variant {
 	CUgraphExec exec;
 	struct cg_op *vals;   /* values as last applied */
 	uint64_t *vh;         /* per node, the hash of vals (not kept with updaters) */
+	/* Per node, the parameter bytes vals has room for; a node given a
+	 * kernel with more has them in a block of its own, linked from spill. */
+	uint32_t *room;
+	void *spill;
 	int stage;            /* staging buffer its copy nodes read */
 	int stage_mixed;      /* a switch refused part way: some read the other */
 	size_t dev_bytes;     /* device memory its instantiation took, as far as seen */
@@ -93,6 +97,10 @@ struct cg_graph {
 	 * template's (a graph built again: its launch's), which a variant's
 	 * exec starts from (cg_vals_alloc's block); NULL: the template's. */
 	struct cg_op *built;
+	/* Per op, 1 where its node was given another kernel (a function, block
+	 * or shared memory of its own): no device updates for it, which set
+	 * parameters by the old one's layout and a host update would race. */
+	uint8_t *kvar;
 };
 
 /* A launch's values: the held op where it differs from the predicted
@@ -285,7 +293,8 @@ static CUresult cg_node_add(struct cg_graph *g, const struct cg_op *op, size_t i
 		CUresult rc = CG_BK(graph_add_kernel, node, g->graph, deps, nd, &k.p);
 		if (rc == CUDA_SUCCESS)
 			rc = cg_kernel_node_attrs(*node, op);
-		if (rc == CUDA_SUCCESS && g->nupd && (op->flags & CG_F_PACKED || op->u.k.ki->off))
+		if (rc == CUDA_SUCCESS && g->nupd && (op->flags & CG_F_PACKED || op->u.k.ki->off) &&
+		    !(g->kvar && g->kvar[i]))
 			g->devnode[i] = cg_devnode(*node);
 		return rc;
 	}
@@ -395,21 +404,68 @@ static int cg_vals_alloc(struct cg_variant *v, size_t n, const struct cg_op *fro
 	for (size_t i = 0; i < n; i++)
 		if (from[i].kind == CG_OP_KERNEL)
 			pb += (from[i].nbytes + 15) & ~(size_t)15;
-	v->vals = malloc(n * (sizeof *v->vals + sizeof *v->vh) + pb + 1);
+	v->vals = malloc(n * (sizeof *v->vals + sizeof *v->vh + sizeof *v->room) + pb + 1);
 	if (!v->vals)
 		return -ENOMEM;
 	v->vh = (uint64_t *)(v->vals + n);
-	uint8_t *p = (uint8_t *)(v->vh + n);
+	v->room = (uint32_t *)(v->vh + n);
+	v->spill = NULL;
+	uint8_t *p = (uint8_t *)(v->room + n);
 	memcpy(v->vals, from, n * sizeof *from);
 	for (size_t i = 0; i < n; i++) {
+		v->room[i] = 0;
 		if (from[i].kind == CG_OP_KERNEL) {
 			memcpy(p, from[i].u.k.params, from[i].nbytes);
 			v->vals[i].u.k.params = p;
-			p += (from[i].nbytes + 15) & ~(size_t)15;
+			v->room[i] = (from[i].nbytes + 15) & ~(uint32_t)15;
+			p += v->room[i];
 		}
 		v->vh[i] = cg_op_values_hash(&from[i]);
 	}
 	return 0;
+}
+
+static void cg_vals_free(struct cg_variant *v)
+{
+	while (v->spill) {
+		void *next;
+		memcpy(&next, v->spill, sizeof next);
+		free(v->spill);
+		v->spill = next;
+	}
+	free(v->vals);
+	v->vals = NULL;
+}
+
+/* Node i of v takes kernel op's launch and parameters (recorded once the
+ * driver took them): 0, or -ENOMEM where it has no room for them. */
+static int cg_vals_room(struct cg_variant *v, size_t i, const struct cg_op *op)
+{
+	if (op->nbytes <= v->room[i])
+		return 0;
+	uint8_t *b = malloc(16 + op->nbytes); /* a link, then the bytes */
+	if (!b)
+		return -ENOMEM;
+	memcpy(b, &v->spill, sizeof v->spill);
+	v->spill = b;
+	v->vals[i].u.k.params = b + 16;
+	v->room[i] = op->nbytes;
+	return 0;
+}
+
+/* Notes that node i of g was given another kernel. */
+static int cg_kvar_mark(struct cg_graph *g, const struct cg_tmpl *t, size_t i)
+{
+	if (!g->kvar && !(g->kvar = calloc(t->n, 1)))
+		return -ENOMEM;
+	g->kvar[i] = 1;
+	return 0;
+}
+
+static void cg_vals_set_kernel(struct cg_variant *v, size_t i, const struct cg_op *op)
+{
+	memcpy((void *)v->vals[i].u.k.params, op->u.k.params, op->nbytes);
+	cg_op_copy_launch(&v->vals[i], op);
 }
 
 /* With CGRAFT_LOG=debug, what changes in node i (the first 200 such). */
@@ -436,11 +492,16 @@ static int cg_update_node(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 	switch (op->kind) {
 	case CG_OP_KERNEL: {
 		struct cg_knode k;
+		int other = !cg_op_same_kernel(&v->vals[i], op);
+		if (other && (cg_vals_room(v, i, op) || cg_kvar_mark(g, t, i))) {
+			rc = CUDA_ERROR_OUT_OF_MEMORY;
+			break;
+		}
 		cg_knode_fill(&k, op);
 		rc = CG_BK(exec_set_kernel, v->exec, g->node[i], &k.p);
 		if (rc == CUDA_SUCCESS) {
-			memcpy((void *)v->vals[i].u.k.params, op->u.k.params, op->nbytes);
-			cg_op_copy_grid(&v->vals[i], op);
+			cg_vals_set_kernel(v, i, op);
+			cg_stat_add(kernel_swaps, (unsigned)other);
 		}
 		break;
 	}
@@ -536,8 +597,7 @@ static int cg_instantiate(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 	if (cg_vals_alloc(v, t->n, g->built ? g->built : t->ops) || (vals && cg_update_all(g, t, v, vals))) {
 		CG_BK(exec_destroy, v->exec);
 		cg_stat_add(held_bytes_device, -(unsigned long long)v->dev_bytes);
-		free(v->vals);
-		v->vals = NULL;
+		cg_vals_free(v);
 		return -EIO;
 	}
 	return 0;
@@ -555,7 +615,8 @@ static int cg_wants_updater(const struct cg_tmpl *t)
 }
 
 /* t's graph, with nupd updaters at its head (0: none). */
-static int cg_graph_make(const struct cg_tmpl *t, struct cg_graph **out, const CUstream *upload, int nupd)
+static int cg_graph_make(const struct cg_tmpl *t, struct cg_graph **out, const CUstream *upload, int nupd,
+			 const uint8_t *kvar)
 {
 	struct cg_graph *g = calloc(1, sizeof *g);
 	*out = NULL;
@@ -569,6 +630,11 @@ static int cg_graph_make(const struct cg_tmpl *t, struct cg_graph **out, const C
 		goto fail;
 	g->hnow = g->hist + n * CG_NHIST;
 	g->fresh = (uint8_t *)(g->hnow + n);
+	if (kvar) {
+		if (!(g->kvar = malloc(n)))
+			goto fail;
+		memcpy(g->kvar, kvar, n);
+	}
 	for (size_t i = 0; i < n; i++)
 		g->hist[i * CG_NHIST] = cg_op_values_hash(&t->ops[i]);
 	if (cg_dag_build(&g->dag, t->ops, n, cg_stream_blocking, NULL))
@@ -590,7 +656,7 @@ fail:
 
 int cg_graph_build(const struct cg_tmpl *t, struct cg_graph **out, const CUstream *upload)
 {
-	if (cg_graph_make(t, out, upload, 0)) {
+	if (cg_graph_make(t, out, upload, 0, NULL)) {
 		cg_count_fallback(CG_WHY_BUILD_FAILED);
 		return -EIO;
 	}
@@ -612,7 +678,7 @@ static struct cg_graph *cg_graph_rebuild(struct cg_tmpl *t, const struct cg_op *
 	int nupd = !g->downgrade ? 1 : g->grow && g->nupd * 2 <= CG_UPD_CHAIN ? g->nupd * 2 : 0;
 	g->upgrade = 0; /* a graph that must lose its updaters tries again at its next launch */
 	if ((nupd && !cg_wants_updater(t)) || CG_BK(stream_sync, g->dag.streams[0]) != CUDA_SUCCESS ||
-	    cg_graph_make(&now, &ng, NULL, nupd))
+	    cg_graph_make(&now, &ng, NULL, nupd, g->kvar))
 		return NULL;
 	struct cg_variant b;
 	if (cg_vals_alloc(&b, t->n, ng->var[0].vals)) {
@@ -624,7 +690,9 @@ static struct cg_graph *cg_graph_rebuild(struct cg_tmpl *t, const struct cg_op *
 	cg_stat_add(graphs_updater, nupd > 0);
 	if (nupd)
 		cg_debug("a graph of %zu ops was built again with %d updater%s: its kernel nodes change at most "
-			 "launches%s", t->n, nupd, nupd > 1 ? "s" : "", g->nupd ? ", by more than its updaters took" : "");
+			 "launches%s", t->n, nupd, nupd > 1 ? "s" : "",
+			 !g->nupd ? "" : g->downgrade ? ", by more than its updaters took"
+						      : ", those given another kernel from the host");
 	else
 		cg_debug("a graph of %zu ops was built again without updaters", t->n);
 	return ng;
@@ -633,7 +701,8 @@ static struct cg_graph *cg_graph_rebuild(struct cg_tmpl *t, const struct cg_op *
 static void cg_graph_free_memory(struct cg_graph *g)
 {
 	for (int i = 0; i < g->nvar; i++)
-		free(g->var[i].vals);
+		cg_vals_free(&g->var[i]);
+	free(g->kvar);
 	cg_dag_free(&g->dag);
 	free(g->hist);
 	free(g->node);
@@ -808,6 +877,14 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
 			if (cg_update_node(g, t, v, i, o, 0))
 				return NULL;
 			continue;
+		}
+		if (!cg_op_same_kernel(was, o)) {
+			/* Built again at once, this node updated from the host. */
+			cg_debug("node %zu of a %zu-op graph takes another kernel: built again, its updates from the host",
+				 i, t->n);
+			if (!cg_kvar_mark(g, t, i))
+				g->upgrade = 1;
+			return NULL;
 		}
 		int grid = memcmp(was->u.k.grid, o->u.k.grid, sizeof o->u.k.grid) != 0;
 		const struct cg_kinfo *ki = o->flags & CG_F_PACKED ? NULL : o->u.k.ki;
@@ -1017,7 +1094,7 @@ int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l)
 	}
 	if (cg_likely(!g->upgrade && !g->downgrade)) {
 		int rc = cg_graph_launch_ops(t, l, l->ops, dirty);
-		if (!rc || !t->g->downgrade)
+		if (!rc || !(t->g->downgrade || t->g->upgrade))
 			return rc;
 	}
 	/* The graph is built again: where that was due, or where its

@@ -128,7 +128,9 @@ static int cg_push_kernel(struct cg_seg *s, struct cg_op *d, const struct cg_op 
 	uint8_t *p = cg_arena_alloc(&s->arena, op->nbytes ? op->nbytes : 1);
 	if (cg_unlikely(!p))
 		return -ENOMEM;
-	uint64_t diff = cg_copy_params(p, op, expect ? expect->u.k.params : p);
+	/* Another kernel's parameters are not compared: it differs. */
+	int other = expect && !cg_op_same_kernel(op, expect);
+	uint64_t diff = cg_copy_params(p, op, expect && !other ? expect->u.k.params : p) | (uint64_t)other;
 	d->u.k.params = p;
 	d->u.k.args = NULL;
 	d->u.k.extra = NULL;
@@ -196,30 +198,6 @@ int cg_params_equal_sized(const struct cg_op *op, const uint8_t *exp)
 	return !diff;
 }
 
-int cg_seg_push_kernel(struct cg_seg *s, const struct cg_op *op, const struct cg_op *expect)
-{
-	if (cg_seg_reserve(s, 1))
-		return -ENOMEM;
-	struct cg_op *d = &s->ops[s->n];
-	/* The usual case: nothing changed, and the graph's bytes (which stay as
-	 * they are until its next launch) serve as the held op's. */
-	if (expect && !(op->flags & CG_F_PACKED) && cg_op_same_grid(op, expect) && cg_params_equal(op, expect->u.k.params)) {
-		*d = *op;
-		d->u.k.params = expect->u.k.params;
-		d->u.k.args = NULL;
-		s->n++;
-		return 0;
-	}
-	uint8_t *p = cg_arena_alloc(&s->arena, op->nbytes ? op->nbytes : 1);
-	if (cg_unlikely(!p))
-		return -ENOMEM;
-	*d = *op;
-	d->u.k.params = p;
-	d->u.k.args = NULL;
-	s->n++;
-	return (cg_copy_params(p, op, expect ? expect->u.k.params : p) != 0) | (expect && !cg_op_same_grid(op, expect));
-}
-
 int cg_seg_append(struct cg_seg *s, const struct cg_op *ops, size_t n)
 {
 	if (cg_seg_reserve(s, n))
@@ -263,6 +241,15 @@ static int cg_values_recur(const struct cg_seg *s, size_t p)
 	return 2 * same >= p;
 }
 
+/* Ops alike for periods: of one shape, and kernels of one launch. A
+ * kernel's function is a value of its node (cg_op_kernel_is_value), but a
+ * loop's iteration repeats its functions: the kernels of one stream are
+ * not all one period. */
+static inline int cg_period_alike(const struct cg_op *a, const struct cg_op *b)
+{
+	return a->shape == b->shape && (a->kind != CG_OP_KERNEL || cg_op_same_kernel(a, b));
+}
+
 uint64_t cg_period_key(const struct cg_op *ops, size_t n)
 {
 	uint64_t lo = UINT64_MAX, hi = 0;
@@ -295,7 +282,7 @@ static int cg_period_from(struct cg_period *pd, int o, const struct cg_seg *s, s
 	size_t need = pd->early_run && pd->early_run < pd->min_run ? pd->early_run : pd->min_run;
 	for (int i = 0; i < pd->at[o].ncand; i++) {
 		size_t p = cand[i];
-		if (s->ops[k].shape != s->ops[k - p].shape)
+		if (!cg_period_alike(&s->ops[k], &s->ops[k - p]))
 			continue;
 		/* Halves of whole periods, once they reach need: a part of
 		 * an iteration that repeats inside it is left to the
@@ -323,7 +310,7 @@ static int cg_period_from(struct cg_period *pd, int o, const struct cg_seg *s, s
 	}
 	pd->at[o].ncand = w;
 	size_t d = k - base;
-	if (d >= 1 && d >= min_ops / 2 && s->ops[k].shape == s->ops[base].shape && w < CG_MAX_PERIODS &&
+	if (d >= 1 && d >= min_ops / 2 && cg_period_alike(&s->ops[k], &s->ops[base]) && w < CG_MAX_PERIODS &&
 	    2 * d <= max_ops) {
 		/* A period of one is complete where it is born. */
 		struct cg_seg from = { .ops = s->ops + base, .n = s->n - base };

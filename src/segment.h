@@ -54,10 +54,6 @@ static inline int cg_seg_reserve(struct cg_seg *s, size_t more)
  * Returns 0 or -ENOMEM. */
 int cg_seg_push(struct cg_seg *s, const struct cg_op *op, int snapshot, const struct cg_op *expect,
 		int *differs) CG_HIDDEN;
-/* Appends a kernel op that has the layout of x, its parameters copied from
- * the caller and compared with expect (the graph's values) in one pass;
- * returns 1 where they differ, 0 where not, -ENOMEM. */
-int cg_seg_push_kernel(struct cg_seg *s, const struct cg_op *op, const struct cg_op *expect) CG_HIDDEN;
 /* Whether the caller's kernel parameters equal the bytes at exp, read in
  * place. Inline: every held launch compares its parameters. */
 int cg_params_equal_sized(const struct cg_op *op, const uint8_t *exp) CG_HIDDEN;

@@ -22,6 +22,7 @@ const char *const cg_reason_names[CG_WHY_COUNT] = {
 	[CG_WHY_THREADS] = "other_host_thread",
 	[CG_WHY_DEVICE] = "device_switch",
 	[CG_WHY_HOST_MEMORY] = "host_memory_kernel",
+	[CG_WHY_UNSEEN_LAUNCH] = "unseen_launch",
 	[CG_WHY_HELD_TOO_LONG] = "held_too_long",
 	[CG_WHY_RESET] = "reset",
 	[CG_WHY_BUILD_FAILED] = "graph_build_failed",
@@ -77,11 +78,12 @@ void cg_stats_write_json(FILE *f)
 		LD(divergences), LD(pieces_eager), LD(node_updates), LD(node_updates_device), LD(graphs_updater), LD(variants),
 		LD(backoffs), LD(record_ns), LD(instantiate_ns), LD(held_bytes_host), LD(held_bytes_device), cg_stats_stream_calls());
 	fprintf(f, "  \"node_updates_host\": {\"kernel\": %llu, \"copy\": %llu, \"memset\": %llu, \"host\": %llu, "
-		   "\"kernel_beside_updater\": %llu, \"copy_beside_updater\": %llu, \"memset_beside_updater\": %llu},\n",
+		   "\"kernel_beside_updater\": %llu, \"copy_beside_updater\": %llu, \"memset_beside_updater\": %llu, "
+		   "\"kernel_swapped\": %llu},\n",
 		LD(node_updates_host[CG_OP_KERNEL]), LD(node_updates_host[CG_OP_COPY]),
 		LD(node_updates_host[CG_OP_MEMSET]), LD(node_updates_host[CG_OP_HOST]),
 		LD(node_updates_host_beside[CG_OP_KERNEL]), LD(node_updates_host_beside[CG_OP_COPY]),
-		LD(node_updates_host_beside[CG_OP_MEMSET]));
+		LD(node_updates_host_beside[CG_OP_MEMSET]), LD(kernel_swaps));
 	fprintf(f, "  \"governor\": {\"windows\": %llu, \"aside_windows\": %llu, \"probes\": %llu, "
 		   "\"probes_slower\": %llu, \"last_ratio\": %.3f},\n",
 		LD(gov_windows), LD(gov_aside), LD(gov_probes), LD(gov_slower), (double)LD(gov_ratio_milli) / 1000);
@@ -160,9 +162,10 @@ void cg_stats_write_report(FILE *f)
 	fprintf(f, "cgraft:   ops seen %llu, replayed in graphs %llu (%.1f%%), of %llu stream-work calls\n", total,
 		replayed, total ? 100.0 * (double)replayed / (double)total : 0.0, cg_stats_stream_calls());
 	fprintf(f, "cgraft:   segments %llu, graphs built %llu (+%llu variants), graph launches %llu, node updates %llu "
-		   "(%llu on the device, by %llu graphs' updaters; from the host %llu kernels, %llu copies, %llu memsets)\n",
+		   "(%llu on the device, by %llu graphs' updaters; from the host %llu kernels, %llu of them given another "
+		   "kernel, %llu copies, %llu memsets)\n",
 		LD(segments), LD(graphs_built), LD(variants), LD(graph_launches), LD(node_updates), LD(node_updates_device),
-		LD(graphs_updater), LD(node_updates_host[CG_OP_KERNEL]), LD(node_updates_host[CG_OP_COPY]),
+		LD(graphs_updater), LD(node_updates_host[CG_OP_KERNEL]), LD(kernel_swaps), LD(node_updates_host[CG_OP_COPY]),
 		LD(node_updates_host[CG_OP_MEMSET]));
 	fprintf(f, "cgraft:   divergences %llu, stretches run eagerly %llu, back-offs %llu, one-time cost %.3f ms "
 		   "(record %.3f, instantiate %.3f)\n",

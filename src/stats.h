@@ -28,6 +28,7 @@ enum cg_reason {
 	CG_WHY_BACKOFF_SLOW,      /* replay did not save host time */
 	CG_WHY_BACKOFF_NOREPEAT,  /* the op stream did not repeat */
 	CG_WHY_NCCL,              /* NCCL kernels carry host-side proxy work */
+	CG_WHY_UNSEEN_LAUNCH,     /* a kernel launched so for the first time, where a node has another */
 	CG_WHY_COUNT
 };
 
@@ -65,6 +66,7 @@ struct cg_stats {
 	/* of node_updates, those made from the host: kernels, copies, memsets, host functions */
 	atomic_ullong node_updates_host[4];
 	atomic_ullong node_updates_host_beside[4]; /* of those, in graphs with updaters, by kind */
+	atomic_ullong kernel_swaps; /* of the kernels, those given another function, block or shared memory */
 	atomic_ullong graphs_updater; /* graphs built again with an updater (devupd.h) */
 	atomic_ullong fallbacks[CG_WHY_COUNT];
 	atomic_ullong record_ns, instantiate_ns, backoffs;

@@ -2980,11 +2980,11 @@ SIM_API CUresult simc_exec_set(CUgraphExec e, CUgraphNode node, int kind, sim_wo
     else if (kind == SIM_W_COPY && (x->w[node->index].height > 1 || x->w[node->index].depth > 1 ||
                                     w->height > 1 || w->depth > 1 || !w->width))
         r = CUDA_ERROR_INVALID_VALUE; /* the driver updates copies of one dimension only, any size but 0 */
-    else if (kind == SIM_W_KERNEL && x->w[node->index].k != w->k &&
-             !(x->w[node->index].k->updater && w->k->updater))
-        r = CUDA_ERROR_INVALID_VALUE; /* the driver takes another function of the node's context, one making
-                                         device-side update calls where the old one did: here, cgraft's updater
-                                         of another blob size */
+    else if (kind == SIM_W_KERNEL && x->w[node->index].k != w->k && w->k->updater &&
+             !x->w[node->index].k->updater)
+        r = CUDA_ERROR_INVALID_VALUE; /* the driver takes another function of the node's context, but not one
+                                         making device-side update calls where the old one made none (here,
+                                         cgraft's updater) */
     if (r == CUDA_SUCCESS) {
         w->devupd = x->w[node->index].devupd;
         simc_work_free(&x->w[node->index]);

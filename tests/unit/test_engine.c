@@ -318,6 +318,21 @@ static void test_divergence(void **state)
 	assert_int_equal(call(launch(&l, 4, s, 1, a[3], 0), 3), CG_EAGER);
 	sync_point();
 	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 0);
+
+	/* The other kernel again, now seen to launch (it ran eagerly above):
+	 * held, and its node given it from the host (a value, its grid's
+	 * kind); the third with block 7 too. */
+	m = fk_mark();
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(call(launch(&l, i == 1 ? 5 : i + 1, s, i == 2 ? 7 : 1, a[i], 0), i), CG_DEFERRED);
+	sync_point();
+	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 1);
+	assert_int_equal(fk_count(FK_LAUNCH_KERNEL, m), 0);
+	assert_int_equal(fk_count(FK_EXEC_SET_KERNEL, m), 2);
+	assert_ptr_equal(fk_get(FK_EXEC_SET_KERNEL, m, 0).kernel, K(5));
+	assert_ptr_equal(fk_get(FK_EXEC_SET_KERNEL, m, 1).kernel, K(3));
+	assert_int_equal(STAT(node_updates_host[CG_OP_KERNEL]) > 0, 1);
+	assert_true(STAT(kernel_swaps) >= 2);
 }
 
 /* ---- (c) variants and node updates ------------------------------------------------------ */

@@ -27,6 +27,9 @@ static int setup(void **state)
 	ut_kernel_init(&ka, 0x1000, 1, sz1);
 	ut_kernel_init(&kb, 0x2000, 1, sz1);
 	ut_kernel_init(&kc, 0x3000, 1, sz1);
+	/* Compiled with a cluster: their launches, blocks included, are shape
+	 * (cg_op_kernel_is_value), so that blocks tell ops apart below. */
+	ka.ki.grid_fixed = kb.ki.grid_fixed = kc.ki.grid_fixed = 1;
 	cg_learn_forget();
 	table_empty();
 	return 0;
@@ -189,6 +192,49 @@ static void test_pieces_around_varying_op(void **state)
 	assert_ptr_equal(out[0], second);
 	assert_int_equal(cg_table_starting(&runs[2].ops[6], 0, NULL, 5, out, 8), 0);
 	assert_int_equal(cg_table_starting(&runs[2].ops[6], 0, NULL, 7, out, 8), 0);
+	for (int r = 0; r < 3; r++)
+		cg_seg_free(&runs[r]);
+}
+
+/* d a1..a4 X b0..b4 where X is another kernel, block and shared memory
+ * every run but its launch a value (no cluster): the run recurs whole, one
+ * build, no pieces. The first op (d, a value too) is the template's own,
+ * though: a run starting on another kernel is another stretch. */
+static void test_other_kernel_recurs_whole(void **state)
+{
+	(void)state;
+	struct ut_kernel kd, ke;
+	ut_kernel_init(&kd, 0x4000, 1, sz1);
+	ut_kernel_init(&ke, 0x5000, 2, (const uint32_t[]){ 8, 4 });
+	struct cg_seg runs[3] = { { 0 } };
+	for (int r = 0; r < 3; r++) {
+		add(&runs[r], &kd, 1, 0);
+		add_n(&runs[r], &ka, 1, 4);
+		add(&runs[r], r == 1 ? &ke : &kd, 100 + (unsigned)r, 0);
+		runs[r].ops[runs[r].n - 1].u.k.shmem = 1024u * (unsigned)r;
+		runs[r].ops[runs[r].n - 1].shape = cg_op_shape_hash(&runs[r].ops[runs[r].n - 1]);
+		add_n(&runs[r], &kc, 1, 5);
+	}
+	struct cg_build b[CG_MAX_BUILDS];
+	struct cg_learn_out res;
+	assert_int_equal(learn(&runs[0], NULL, 2, 0, b, &res), 0);
+	assert_int_equal(learn(&runs[1], NULL, 2, 0, b, &res), 1);
+	assert_int_equal(b[0].start, 0);
+	assert_int_equal(b[0].n, 11);
+	struct cg_tmpl *t = add_template(&runs[1], &b[0], NULL);
+	assert_int_equal(learn(&runs[2], NULL, 2, 0, b, &res), 0);
+	assert_ptr_equal(res.whole, t);
+	/* Another first kernel: not this template's stretch. */
+	struct cg_seg other = { 0 };
+	add(&other, &ke, 1, 0);
+	assert_true(cg_op_same_shape(&other.ops[0], &runs[2].ops[0]));
+	for (size_t i = 1; i < runs[2].n; i++)
+		assert_int_equal(cg_seg_push(&other, &runs[2].ops[i], 0, NULL, NULL), 0);
+	assert_null(cg_table_find(other.ops, other.n));
+	struct cg_tmpl *out[8];
+	assert_int_equal(cg_table_starting(&other.ops[0], 0, NULL, 0, out, 8), 0);
+	assert_int_equal(cg_table_starting(&runs[2].ops[0], 0, NULL, 0, out, 8), 1);
+	cg_seg_free(&other);
 	for (int r = 0; r < 3; r++)
 		cg_seg_free(&runs[r]);
 }
@@ -531,6 +577,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_min_repeats_three, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_failed_not_retried, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pieces_around_varying_op, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_other_kernel_recurs_whole, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_short_pieces, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_whole_known, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_start_keys, setup, teardown),

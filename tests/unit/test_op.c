@@ -70,20 +70,38 @@ static void test_kernel_shape(void **state)
 	d.u.k.grid[0] = 4;
 	assert_false(cg_op_same_shape(&c, &d));
 	assert_int_not_equal(cg_op_shape_hash(&c), cg_op_shape_hash(&d));
+	/* So are the block, the shared memory and the function (a node update
+	 * gives the node another kernel), where the grid is. */
 	c = o[0];
 	c.u.k.block[2] = 2;
 	c.shape = cg_op_shape_hash(&c);
-	assert_false(cg_op_same_shape(&o[0], &c));
+	assert_true(cg_op_same_shape(&o[0], &c));
+	assert_false(cg_op_same_kernel(&o[0], &c));
+	assert_false(cg_op_same_values(&o[0], &c));
+	assert_int_not_equal(cg_op_values_hash(&o[0]), cg_op_values_hash(&c));
 	c = o[0];
 	c.u.k.shmem = 256;
 	c.shape = cg_op_shape_hash(&c);
-	assert_false(cg_op_same_shape(&o[0], &c));
-	c = o[0];
-	c.stream = UT_STREAM(2); /* streams make the edges */
-	c.shape = cg_op_shape_hash(&c);
-	assert_false(cg_op_same_shape(&o[0], &c));
+	assert_true(cg_op_same_shape(&o[0], &c));
+	assert_false(cg_op_same_values(&o[0], &c));
+	assert_int_not_equal(cg_op_values_hash(&o[0]), cg_op_values_hash(&c));
 	c = o[0];
 	c.u.k.ki = &k2.ki;
+	c.shape = cg_op_shape_hash(&c);
+	assert_true(cg_op_same_shape(&o[0], &c));
+	assert_false(cg_op_same_values(&o[0], &c));
+	assert_int_not_equal(cg_op_values_hash(&o[0]), cg_op_values_hash(&c));
+	/* Not for a kernel compiled with a cluster: its grid, its block and
+	 * its function are shape. */
+	k2.ki.grid_fixed = 1;
+	struct cg_op e = c;
+	e.u.k.block[2] = 2;
+	assert_false(cg_op_same_shape(&c, &e));
+	assert_int_not_equal(cg_op_shape_hash(&c), cg_op_shape_hash(&e));
+	assert_false(cg_op_same_shape(&o[0], &c));
+	k2.ki.grid_fixed = 0;
+	c = o[0];
+	c.stream = UT_STREAM(2); /* streams make the edges */
 	c.shape = cg_op_shape_hash(&c);
 	assert_false(cg_op_same_shape(&o[0], &c));
 	c = o[0];
@@ -96,7 +114,7 @@ static void test_kernel_shape(void **state)
 	assert_false(cg_op_same_shape(&o[0], &c));
 	/* A stale hash alone does not make two ops alike. */
 	c = o[0];
-	c.u.k.block[1] = 3;
+	c.u.k.grid[1] = 70000;
 	assert_int_equal(c.shape, o[0].shape);
 	assert_false(cg_op_same_shape(&o[0], &c));
 	cg_seg_free(&seg);

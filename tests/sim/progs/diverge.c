@@ -1,4 +1,6 @@
-/* Scenario: every 5th iteration the kernel in the middle of the segment differs. */
+/* Scenario: every 5th iteration the op in the middle of the segment differs,
+ * a memset where a kernel was (another kernel there is a node update:
+ * swapkernel); every 7th, another kernel. */
 #include "common.h"
 
 int main(void)
@@ -12,6 +14,8 @@ int main(void)
         axpb(s, y, 0.8f, 0.2f, N);
         acc(s, z, y, 0.5f, N);
         if (it % 5 == 4)
+            CK(cudaMemsetAsync(z + 5, 0, 11 * sizeof(float), s));
+        else if (it % 7 == 6)
             sq(s, z, N);
         else
             axpb(s, z, 0.9f, 0.05f, N);

@@ -1,9 +1,10 @@
 /* Scenario: a long single-stream iteration ending in a blocking read, which
  * cgraft replays as a chain of graphs. It holds a pageable copy late in the
  * iteration, an event recorded early and waited on late, every fifth
- * iteration a kernel over half the array (another grid: a node update), and
- * every seventh another kernel in the middle: the chain stops there and the
- * rest runs eagerly, in order. */
+ * iteration a kernel over half the array (another grid: a node update),
+ * every seventh another kernel in the middle (another function: a node
+ * update too), and every eleventh a memset in place of a kernel: the chain
+ * stops there and the rest runs eagerly, in order. */
 #include "common.h"
 
 int main(void)
@@ -21,6 +22,8 @@ int main(void)
             int n = (k == 10 && it % 5 == 4) ? N / 2 : N;
             if (k == 20 && it % 7 == 6)
                 sq(s, y, N);
+            else if (k == 25 && it % 11 == 10)
+                CK(cudaMemsetAsync(y + 7, 0, 9 * sizeof(float), s));
             else
                 axpb(s, y, 0.97f, 0.001f * (float)k, n);
             if (k == 5)
