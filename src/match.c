@@ -17,14 +17,15 @@ static int cg_ntmpl;
 uint64_t cg_tmpl_key(const struct cg_op *ops, size_t n)
 {
 	uint64_t h = 0xcbf29ce484222325ull ^ n;
-	/* A match starts on the first kernel's own launch (cg_first_grid):
-	 * stretches that start on another are others. */
+	/* A match starts on the first kernel's own function, block and shared
+	 * memory (cg_first_grid): stretches that start on another are others.
+	 * Its grid is not: a stretch seen at two grids recurs. */
 	if (n && ops[0].kind == CG_OP_KERNEL) {
 		const struct cg_op *k = &ops[0];
 		h = (h ^ (uintptr_t)k->u.k.ki->handle) * 0x100000001b3ull;
 		for (int i = 0; i < 3; i++)
-			h = (h ^ k->u.k.grid[i] ^ (uint64_t)k->u.k.block[i] << 32) * 0x100000001b3ull;
-		h = (h ^ k->u.k.shmem ^ (uint64_t)k->nbytes << 32) * 0x100000001b3ull;
+			h = (h ^ k->u.k.block[i]) * 0x100000001b3ull;
+		h = (h ^ k->u.k.shmem) * 0x100000001b3ull;
 	}
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ ops[i].shape) * 0x100000001b3ull + (h >> 29);

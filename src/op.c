@@ -1032,7 +1032,7 @@ uint64_t cg_op_shape_hash(const struct cg_op *op)
 		/* The launch is a value where a node's update may change it
 		 * (cg_op_kernel_is_value). */
 		if (cg_op_kernel_is_value(op))
-			return cg_mix(h, 0x6b76);
+			return cg_mix(h, 0x6b76 ^ (uint64_t)op->nbytes << 16);
 		h = cg_mix(h, (uintptr_t)op->u.k.ki->handle);
 		h = cg_mix(h, (uint64_t)op->u.k.grid[0] << 32 | op->u.k.grid[1]);
 		h = cg_mix(h, op->u.k.grid[2]);
@@ -1076,7 +1076,7 @@ int cg_op_same_shape(const struct cg_op *a, const struct cg_op *b)
 	switch (a->kind) {
 	case CG_OP_KERNEL:
 		if (cg_op_kernel_is_value(a) && cg_op_kernel_is_value(b))
-			return cg_op_grid_valid(a) && cg_op_grid_valid(b);
+			return a->nbytes == b->nbytes && cg_op_grid_valid(a) && cg_op_grid_valid(b);
 		return cg_op_same_kernel(a, b) && a->u.k.nattr == b->u.k.nattr && cg_op_same_grid(a, b) &&
 		       (!a->u.k.nattr || !memcmp(a->u.k.attr, b->u.k.attr, a->u.k.nattr * sizeof *a->u.k.attr));
 	case CG_OP_COPY:

@@ -330,12 +330,14 @@ static inline int cg_op_grid_valid(const struct cg_op *op)
 	const uint32_t *g = op->u.k.grid;
 	return g[0] && g[1] && g[2] && g[0] <= 0x7fffffffu && g[1] <= 65535 && g[2] <= 65535;
 }
-/* A kernel's function, block, shared memory and parameter size are values
- * too where its grid is (a node update sets them all): one place of a loop
- * that launches PyTorch's vectorised kernel of 4 or of 2 as a pointer's
- * alignment changes, or cuBLAS's gemv or sgemm as a size does, is one node.
- * The launch must be one seen to succeed (cg_engine's launch table): a node
- * takes no launch its kernel's limits refuse. */
+/* A kernel's function, block and shared memory are values too where its
+ * grid is (a node update sets them all), among kernels of one parameter
+ * size: one place of a loop that launches PyTorch's vectorised kernel of 4
+ * or of 2 as a pointer's alignment changes is one node. The parameter size
+ * stays shape: kernels of other layouts are other work (a solver's own
+ * kernels beside cuBLAS's), which as values would let stretches of other
+ * work pass for one. The launch must be one seen to succeed (the engine's
+ * table of launches): a node takes no launch its kernel's limits refuse. */
 static inline int cg_op_kernel_is_value(const struct cg_op *op)
 {
 	return cg_op_grid_is_value(op);

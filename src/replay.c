@@ -30,10 +30,6 @@ struct cg_variant {
 	CUgraphExec exec;
 	struct cg_op *vals;   /* values as last applied */
 	uint64_t *vh;         /* per node, the hash of vals (not kept with updaters) */
-	/* Per node, the parameter bytes vals has room for; a node given a
-	 * kernel with more has them in a block of its own, linked from spill. */
-	uint32_t *room;
-	void *spill;
 	int stage;            /* staging buffer its copy nodes read */
 	int stage_mixed;      /* a switch refused part way: some read the other */
 	size_t dev_bytes;     /* device memory its instantiation took, as far as seen */
@@ -404,21 +400,17 @@ static int cg_vals_alloc(struct cg_variant *v, size_t n, const struct cg_op *fro
 	for (size_t i = 0; i < n; i++)
 		if (from[i].kind == CG_OP_KERNEL)
 			pb += (from[i].nbytes + 15) & ~(size_t)15;
-	v->vals = malloc(n * (sizeof *v->vals + sizeof *v->vh + sizeof *v->room) + pb + 1);
+	v->vals = malloc(n * (sizeof *v->vals + sizeof *v->vh) + pb + 1);
 	if (!v->vals)
 		return -ENOMEM;
 	v->vh = (uint64_t *)(v->vals + n);
-	v->room = (uint32_t *)(v->vh + n);
-	v->spill = NULL;
-	uint8_t *p = (uint8_t *)(v->room + n);
+	uint8_t *p = (uint8_t *)(v->vh + n);
 	memcpy(v->vals, from, n * sizeof *from);
 	for (size_t i = 0; i < n; i++) {
-		v->room[i] = 0;
 		if (from[i].kind == CG_OP_KERNEL) {
 			memcpy(p, from[i].u.k.params, from[i].nbytes);
 			v->vals[i].u.k.params = p;
-			v->room[i] = (from[i].nbytes + 15) & ~(uint32_t)15;
-			p += v->room[i];
+			p += (from[i].nbytes + 15) & ~(size_t)15;
 		}
 		v->vh[i] = cg_op_values_hash(&from[i]);
 	}
@@ -427,30 +419,16 @@ static int cg_vals_alloc(struct cg_variant *v, size_t n, const struct cg_op *fro
 
 static void cg_vals_free(struct cg_variant *v)
 {
-	while (v->spill) {
-		void *next;
-		memcpy(&next, v->spill, sizeof next);
-		free(v->spill);
-		v->spill = next;
-	}
 	free(v->vals);
 	v->vals = NULL;
 }
 
-/* Node i of v takes kernel op's launch and parameters (recorded once the
- * driver took them): 0, or -ENOMEM where it has no room for them. */
-static int cg_vals_room(struct cg_variant *v, size_t i, const struct cg_op *op)
+/* Node i of v takes kernel op's launch and parameters (of the size it has:
+ * one shape), once the driver took them. */
+static void cg_vals_set_kernel(struct cg_variant *v, size_t i, const struct cg_op *op)
 {
-	if (op->nbytes <= v->room[i])
-		return 0;
-	uint8_t *b = malloc(16 + op->nbytes); /* a link, then the bytes */
-	if (!b)
-		return -ENOMEM;
-	memcpy(b, &v->spill, sizeof v->spill);
-	v->spill = b;
-	v->vals[i].u.k.params = b + 16;
-	v->room[i] = op->nbytes;
-	return 0;
+	memcpy((void *)v->vals[i].u.k.params, op->u.k.params, op->nbytes);
+	cg_op_copy_launch(&v->vals[i], op);
 }
 
 /* Notes that node i of g was given another kernel. */
@@ -460,12 +438,6 @@ static int cg_kvar_mark(struct cg_graph *g, const struct cg_tmpl *t, size_t i)
 		return -ENOMEM;
 	g->kvar[i] = 1;
 	return 0;
-}
-
-static void cg_vals_set_kernel(struct cg_variant *v, size_t i, const struct cg_op *op)
-{
-	memcpy((void *)v->vals[i].u.k.params, op->u.k.params, op->nbytes);
-	cg_op_copy_launch(&v->vals[i], op);
 }
 
 /* With CGRAFT_LOG=debug, what changes in node i (the first 200 such). */
@@ -493,7 +465,7 @@ static int cg_update_node(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 	case CG_OP_KERNEL: {
 		struct cg_knode k;
 		int other = !cg_op_same_kernel(&v->vals[i], op);
-		if (other && (cg_vals_room(v, i, op) || cg_kvar_mark(g, t, i))) {
+		if (other && cg_kvar_mark(g, t, i)) {
 			rc = CUDA_ERROR_OUT_OF_MEMORY;
 			break;
 		}

@@ -197,15 +197,16 @@ static void test_pieces_around_varying_op(void **state)
 }
 
 /* d a1..a4 X b0..b4 where X is another kernel, block and shared memory
- * every run but its launch a value (no cluster): the run recurs whole, one
- * build, no pieces. The first op (d, a value too) is the template's own,
- * though: a run starting on another kernel is another stretch. */
+ * every run, of one parameter size, its launch a value (no cluster): the
+ * run recurs whole, one build, no pieces. The first op (d, a value too) is
+ * the template's own, though: a run starting on another kernel is another
+ * stretch. */
 static void test_other_kernel_recurs_whole(void **state)
 {
 	(void)state;
 	struct ut_kernel kd, ke;
 	ut_kernel_init(&kd, 0x4000, 1, sz1);
-	ut_kernel_init(&ke, 0x5000, 2, (const uint32_t[]){ 8, 4 });
+	ut_kernel_init(&ke, 0x5000, 2, (const uint32_t[]){ 4, 4 }); /* another layout, one size */
 	struct cg_seg runs[3] = { { 0 } };
 	for (int r = 0; r < 3; r++) {
 		add(&runs[r], &kd, 1, 0);

@@ -91,6 +91,18 @@ static void test_kernel_shape(void **state)
 	assert_true(cg_op_same_shape(&o[0], &c));
 	assert_false(cg_op_same_values(&o[0], &c));
 	assert_int_not_equal(cg_op_values_hash(&o[0]), cg_op_values_hash(&c));
+	/* Another parameter size is other work: shape. */
+	struct ut_kernel k3;
+	ut_kernel_init(&k3, 0x3000, 1, sz_pi);
+	c = o[0];
+	c.u.k.ki = &k3.ki;
+	c.nbytes = k3.ki.total;
+	c.shape = cg_op_shape_hash(&c);
+	assert_false(cg_op_same_shape(&o[0], &c));
+	assert_int_not_equal(c.shape, o[0].shape);
+	c = o[0];
+	c.u.k.ki = &k2.ki;
+	c.shape = cg_op_shape_hash(&c);
 	/* Not for a kernel compiled with a cluster: its grid, its block and
 	 * its function are shape. */
 	k2.ki.grid_fixed = 1;

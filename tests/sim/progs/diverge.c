@@ -1,6 +1,6 @@
 /* Scenario: every 5th iteration the op in the middle of the segment differs,
- * a memset where a kernel was (another kernel there is a node update:
- * swapkernel); every 7th, another kernel. */
+ * a memset where a kernel was; every 7th, a kernel of other parameters
+ * (another of the same parameter size is a node update: swapkernel). */
 #include "common.h"
 
 int main(void)

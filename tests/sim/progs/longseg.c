@@ -2,9 +2,9 @@
  * cgraft replays as a chain of graphs. It holds a pageable copy late in the
  * iteration, an event recorded early and waited on late, every fifth
  * iteration a kernel over half the array (another grid: a node update),
- * every seventh another kernel in the middle (another function: a node
- * update too), and every eleventh a memset in place of a kernel: the chain
- * stops there and the rest runs eagerly, in order. */
+ * and every seventh another kernel in the middle (of other parameters), every
+ * eleventh a memset in place of a kernel: the chain stops there and the rest
+ * runs eagerly, in order. */
 #include "common.h"
 
 int main(void)
