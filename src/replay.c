@@ -417,12 +417,6 @@ static int cg_vals_alloc(struct cg_variant *v, size_t n, const struct cg_op *fro
 	return 0;
 }
 
-static void cg_vals_free(struct cg_variant *v)
-{
-	free(v->vals);
-	v->vals = NULL;
-}
-
 /* Node i of v takes kernel op's launch and parameters (of the size it has:
  * one shape), once the driver took them. */
 static void cg_vals_set_kernel(struct cg_variant *v, size_t i, const struct cg_op *op)
@@ -569,7 +563,8 @@ static int cg_instantiate(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 	if (cg_vals_alloc(v, t->n, g->built ? g->built : t->ops) || (vals && cg_update_all(g, t, v, vals))) {
 		CG_BK(exec_destroy, v->exec);
 		cg_stat_add(held_bytes_device, -(unsigned long long)v->dev_bytes);
-		cg_vals_free(v);
+		free(v->vals);
+		v->vals = NULL;
 		return -EIO;
 	}
 	return 0;
@@ -673,7 +668,7 @@ static struct cg_graph *cg_graph_rebuild(struct cg_tmpl *t, const struct cg_op *
 static void cg_graph_free_memory(struct cg_graph *g)
 {
 	for (int i = 0; i < g->nvar; i++)
-		cg_vals_free(&g->var[i]);
+		free(g->var[i].vals);
 	free(g->kvar);
 	cg_dag_free(&g->dag);
 	free(g->hist);
