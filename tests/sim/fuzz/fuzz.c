@@ -236,7 +236,29 @@ static void k_many(const sim_launch *l, void **a)
         y[i] = y[i] * (2u * c8 + 1u) + c16 + (u32)c64 + (u32)(c64 >> 32) + x[i] * d;
 }
 
-enum { KN_AXPB, KN_MIX, KN_ACC, KN_REDUCE, KN_ROT, KN_NOPARAM, KN_SHMEM, KN_MANY, NKERN };
+/* Another function of axpb's parameters, and of shmem's. */
+static void k_axpb2(const sim_launch *l, void **a)
+{
+    u32 *y = *(u32 **)a[0], m = *(u32 *)a[1], b = *(u32 *)a[2];
+    int n = cover(l, *(int *)a[3]);
+    for (int i = 0; i < n; i++)
+        y[i] = y[i] * m + b * 3u + 1u;
+}
+
+static void k_shmem2(const sim_launch *l, void **a)
+{
+    u32 *y = *(u32 **)a[0];
+    int n = cover(l, *(int *)a[1]);
+    u32 add = (u32)l->shmem * 3u + l->grid.x * 5u + l->block.x * 17u + 1u;
+    for (int i = 0; i < n; i++)
+        y[i] = y[i] * 11u + add;
+}
+
+/* The generator picks among the first NKERN_GEN; the twins stand in for
+ * axpb and shmem at some iterations (r_k), with the limits of their own,
+ * never raised. */
+enum { KN_AXPB, KN_MIX, KN_ACC, KN_REDUCE, KN_ROT, KN_NOPARAM, KN_SHMEM, KN_MANY, NKERN_GEN,
+       KN_AXPB2 = NKERN_GEN, KN_SHMEM2, NKERN };
 
 /* Parameter roles: m read-write buffer, r read buffer, w written buffer,
  * u = x, v = y, d = z (u32), k = x (int), n = the length, c = x as a char,
@@ -256,6 +278,8 @@ static const kdesc_t KD[NKERN] = {
     { k_noparam, "fz_noparam", "" },
     { k_shmem, "fz_shmem", "mn" },
     { k_many, "fz_many", "mcsLnrd" },
+    { k_axpb2, "fz_axpb2", "muvn" },
+    { k_shmem2, "fz_shmem2", "mn" },
 };
 
 static size_t role_size(char c)
@@ -815,6 +839,16 @@ static void m_hostjoin(model_t *M, int th, const vc_t *v)
     vc_join(&M->host[th], v, M->nag);
 }
 
+/* The kernel a launch op makes at iteration it: for a quarter of the
+ * launches of axpb and shmem, their twin at every third iteration (one node
+ * given another function, of the same parameters, the twin's limits its
+ * own). */
+static int r_k(const op_t *o, int it)
+{
+    int twin = o->k == KN_AXPB ? KN_AXPB2 : o->k == KN_SHMEM ? KN_SHMEM2 : -1;
+    return o->kind == OP_KERNEL && twin >= 0 && ((u32)o->id * 0x9e3779b9u) >> 30 == 1 && it % 3 == 1 ? twin : o->k;
+}
+
 static void kernel_accs(const prog_t *P, const op_t *o, int it, accs_t *A)
 {
     (void)P;
@@ -835,7 +869,7 @@ static int kernel_ok(const model_t *M, const op_t *o, int it)
     (void)it;
     if (o->bx > 1024 || o->gx <= 0)
         return 0;
-    return (unsigned)o->shmem <= M->limit[limit_class(o)][o->k];
+    return (unsigned)o->shmem <= M->limit[limit_class(o)][r_k(o, it)];
 }
 
 /* A capture must capture all its ops: each on the origin or on a stream
@@ -1647,7 +1681,7 @@ static void e_kernel(gen_t *G, int k)
 static int rand_kernel(rng_t *r, int noparam)
 {
     for (;;) {
-        int k = ri(r, 0, NKERN - 1);
+        int k = ri(r, 0, NKERN_GEN - 1);
         if (k != KN_NOPARAM || noparam)
             return k;
     }
@@ -2939,7 +2973,7 @@ static void gen_program(prog_t *P, u64 seed)
         o.s = SL_LEGACY;
         emit(&G, o);
     }
-    for (int k = 0; k < NKERN; k++)
+    for (int k = 0; k < NKERN_GEN; k++)
         e_funcattr(&G, k, pct(&r, 50) ? 0 : 3, pct(&r, 60) ? SHMEM_DEFAULT : rand_limit(&r));
     e_funcattr(&G, KN_SHMEM, 1, rand_limit(&r));
     e_funcattr(&G, KN_SHMEM, 2, rand_limit(&r));
@@ -3299,18 +3333,23 @@ static void build_args(xctx_t *X, const op_t *o, int it, kargs_t *A)
     A->packsz = off;
 }
 
-static CUfunction kfunc(const rt_t *R, const op_t *o)
+static CUfunction kfunc_of(const rt_t *R, const op_t *o, int k)
 {
     switch (o->fsrc) {
     case 1:
-        return R->fmod[o->k];
+        return R->fmod[k];
     case 2:
-        return R->flibf[o->k];
+        return R->flibf[k];
     case 3:
-        return (CUfunction)(void *)R->klib[o->k];
+        return (CUfunction)(void *)R->klib[k];
     default:
-        return R->frt[o->k];
+        return R->frt[k];
     }
+}
+
+static CUfunction kfunc(const rt_t *R, const op_t *o)
+{
+    return kfunc_of(R, o, o->k);
 }
 
 static int exec_kernel(xctx_t *X, const op_t *o, int it, int ok)
@@ -3318,12 +3357,13 @@ static int exec_kernel(xctx_t *X, const op_t *o, int it, int ok)
     rt_t *R = X->R;
     kargs_t A;
     build_args(X, o, it, &A);
+    int kk = r_k(o, it); /* twins have the same parameters */
     dim3 g = { (unsigned)r_gx(o, it), (unsigned)o->gy, 1 }, b = { (unsigned)o->bx, 1, 1 };
     void **params = (o->k == KN_NOPARAM && (o->id & 4)) ? NULL : A.params;
     size_t psz = A.packsz;
     void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, A.packed, CU_LAUNCH_PARAM_BUFFER_SIZE, &psz,
                       CU_LAUNCH_PARAM_END };
-    const void *fn = (const void *)KD[o->k].fn;
+    const void *fn = (const void *)KD[kk].fn;
     cudaLaunchAttribute ra[1];
     memset(ra, 0, sizeof(ra));
     ra[0].id = cudaLaunchAttributePriority;
@@ -3344,7 +3384,7 @@ static int exec_kernel(xctx_t *X, const op_t *o, int it, int ok)
     switch (o->api) {
     case 0:
         what = "__cudaLaunchKernel";
-        r = __cudaLaunchKernel(R->kh[o->k], g, b, params, (size_t)o->shmem, hs(X, o, s));
+        r = __cudaLaunchKernel(R->kh[kk], g, b, params, (size_t)o->shmem, hs(X, o, s));
         break;
     case 1:
         what = "cudaLaunchKernel";
@@ -3357,15 +3397,15 @@ static int exec_kernel(xctx_t *X, const op_t *o, int it, int ok)
         break;
     case 4:
         what = "cuLaunchKernel";
-        r = cuLaunchKernel(kfunc(R, o), g.x, g.y, 1, b.x, 1, 1, (unsigned)o->shmem, hcu(X, o, s), params, NULL);
+        r = cuLaunchKernel(kfunc_of(R, o, kk), g.x, g.y, 1, b.x, 1, 1, (unsigned)o->shmem, hcu(X, o, s), params, NULL);
         break;
     case 5:
         what = "cuLaunchKernel(extra)";
-        r = cuLaunchKernel(kfunc(R, o), g.x, g.y, 1, b.x, 1, 1, (unsigned)o->shmem, hcu(X, o, s), NULL, extra);
+        r = cuLaunchKernel(kfunc_of(R, o, kk), g.x, g.y, 1, b.x, 1, 1, (unsigned)o->shmem, hcu(X, o, s), NULL, extra);
         break;
     case 6:
         what = o->attr ? "cuLaunchKernelEx+priority" : "cuLaunchKernelEx";
-        r = cuLaunchKernelEx(&cc, kfunc(R, o), params, NULL);
+        r = cuLaunchKernelEx(&cc, kfunc_of(R, o, kk), params, NULL);
         break;
     case 7:
         what = "cudaLaunchKernel_ptsz";
@@ -3373,7 +3413,7 @@ static int exec_kernel(xctx_t *X, const op_t *o, int it, int ok)
         break;
     case 8:
         what = "__cudaLaunchKernel_ptsz";
-        r = __cudaLaunchKernel_ptsz(R->kh[o->k], g, b, params, (size_t)o->shmem, hs_pt(X, o, s));
+        r = __cudaLaunchKernel_ptsz(R->kh[kk], g, b, params, (size_t)o->shmem, hs_pt(X, o, s));
         break;
     case 9:
         what = "cudaLaunchCooperativeKernel";
@@ -3381,7 +3421,7 @@ static int exec_kernel(xctx_t *X, const op_t *o, int it, int ok)
         break;
     default:
         what = o->attr ? "cuLaunchKernelEx(extra)+priority" : "cuLaunchKernelEx(extra)";
-        r = cuLaunchKernelEx(&cc, kfunc(R, o), NULL, extra);
+        r = cuLaunchKernelEx(&cc, kfunc_of(R, o, kk), NULL, extra);
         break;
     }
     HR(X, what, r, ok);
@@ -4225,7 +4265,7 @@ static void exec_op(xctx_t *X, const op_t *o, int it)
     switch (o->kind) {
     case OP_KERNEL: {
         int cls = limit_class(o);
-        int ok = o->bx <= 1024 && (unsigned)o->shmem <= R->limit[cls][o->k] ? 0 : 1;
+        int ok = o->bx <= 1024 && (unsigned)o->shmem <= R->limit[cls][r_k(o, it)] ? 0 : 1;
         exec_kernel(X, o, it, ok);
         break;
     }
