@@ -1,10 +1,11 @@
-/* Scenario, a step whose kernels change at two places as sizes and pointers
- * do (PyTorch's vectorised kernel of 4 or of 2 as an address's alignment
- * changes, cuBLAS's gemv or sgemm as a size does): fourteen kernels a step,
+/* Scenario, a step whose kernels change at two places as pointers do
+ * (PyTorch's vectorised kernel of 4 or of 2 as an address's alignment
+ * changes, one layout for both): fourteen kernels a step,
  * the fifth one of two functions of one layout, the tenth one of two
- * kernels of other parameters, block and shared memory, a sync. The
- * function is a value of its node, as its parameters are: each step replays
- * as one graph, those nodes given the other kernel from the host.
+ * kernels of one parameter size but another block and shared memory, a
+ * sync. The function is a value of its node, as its parameters are: each
+ * step replays as one graph (a variant for each pair of kernels, or with one
+ * exec those nodes given the other kernel from the host).
  *
  * Once, at step 90, the tenth asks for more shared memory than its kernel
  * allows: that launch was never seen to succeed, so it is not held, and the
