@@ -206,7 +206,7 @@ static void test_other_kernel_recurs_whole(void **state)
 	(void)state;
 	struct ut_kernel kd, ke;
 	ut_kernel_init(&kd, 0x4000, 1, sz1);
-	ut_kernel_init(&ke, 0x5000, 2, (const uint32_t[]){ 4, 4 }); /* another layout, one size */
+	ut_kernel_init(&ke, 0x5000, 1, sz1); /* another function, one size */
 	struct cg_seg runs[3] = { { 0 } };
 	for (int r = 0; r < 3; r++) {
 		add(&runs[r], &kd, 1, 0);
