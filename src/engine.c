@@ -134,10 +134,7 @@ static uint64_t cg_seen_launch[CG_SEEN_LAUNCHES];
 
 static uint64_t cg_launch_key(const struct cg_op *op)
 {
-	uint64_t h = (uintptr_t)op->u.k.ki->handle * 0x9E3779B97F4A7C15ull;
-	h = (h ^ ((uint64_t)op->u.k.block[0] << 32 | op->u.k.block[1])) * 0x100000001b3ull;
-	h = (h ^ ((uint64_t)op->u.k.block[2] << 32 | op->u.k.shmem)) * 0x100000001b3ull;
-	return (h ^ h >> 31) | 1;
+	return cg_op_launch_hash(op) | 1; /* 0 is an empty way */
 }
 
 /* The set of key k, and the way k has there (-1: none). */

@@ -20,13 +20,8 @@ uint64_t cg_tmpl_key(const struct cg_op *ops, size_t n)
 	/* A match starts on the first kernel's own function, block and shared
 	 * memory (cg_first_grid): stretches that start on another are others.
 	 * Its grid is not: a stretch seen at two grids recurs. */
-	if (n && ops[0].kind == CG_OP_KERNEL) {
-		const struct cg_op *k = &ops[0];
-		h = (h ^ (uintptr_t)k->u.k.ki->handle) * 0x100000001b3ull;
-		for (int i = 0; i < 3; i++)
-			h = (h ^ k->u.k.block[i]) * 0x100000001b3ull;
-		h = (h ^ k->u.k.shmem) * 0x100000001b3ull;
-	}
+	if (n && ops[0].kind == CG_OP_KERNEL)
+		h = (h ^ cg_op_launch_hash(&ops[0])) * 0x100000001b3ull;
 	for (size_t i = 0; i < n; i++)
 		h = (h ^ ops[i].shape) * 0x100000001b3ull + (h >> 29);
 	return h;

@@ -365,6 +365,14 @@ static inline void cg_op_copy_grid(struct cg_op *d, const struct cg_op *s)
 {
 	memcpy(d->u.k.grid, s->u.k.grid, sizeof d->u.k.grid);
 }
+/* A hash of a kernel op's function, block and shared memory. */
+static inline uint64_t cg_op_launch_hash(const struct cg_op *op)
+{
+	uint64_t h = (uintptr_t)op->u.k.ki->handle * 0x9E3779B97F4A7C15ull;
+	h = (h ^ ((uint64_t)op->u.k.block[0] << 32 | op->u.k.block[1])) * 0x100000001b3ull;
+	h = (h ^ ((uint64_t)op->u.k.block[2] << 32 | op->u.k.shmem)) * 0x100000001b3ull;
+	return h ^ h >> 31;
+}
 /* Gives kernel op d the launch of s, its parameters' bytes aside: function,
  * grid, block, shared memory and parameter size. */
 static inline void cg_op_copy_launch(struct cg_op *d, const struct cg_op *s)
