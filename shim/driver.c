@@ -77,7 +77,7 @@ static void *cg_drv_real(void **slot, const char *name)
 	if (cg_busy)                                                            \
 		return cg_drv.name args;                                        \
 	cg_count(CG_E_##name);                                                  \
-	CG_WHOLE_TIMED
+	CG_WHOLE_TIMED(CG_E_##name)
 
 #define CG_DWRAP_OP(name, family, pt, params, args)                             \
 	CG_EXPORT CUresult name params                                          \
@@ -120,8 +120,7 @@ static void *cg_drv_real(void **slot, const char *name)
 		CG_DRV_ENTER(name, args);                                       \
 		if (cg_wait_##family(CG_E_##name, pt, CG_UNPAREN args))         \
 			return CUDA_SUCCESS;                                    \
-		cg_whole_stop(&cg_whole_t0_);                                   \
-		cg_whole_t0_ = 0;                                               \
+		cg_whole_stop(&cg_whole_);                                      \
 		cg_busy++;                                                      \
 		CUresult rc_ = cg_drv.name args;                                \
 		cg_busy--;                                                      \

@@ -134,7 +134,8 @@ void *cg_tramp_enter(unsigned id)
 	if (k != CG_K_PURE && (on || k == CG_K_RESET || k == CG_K_FREE)) {
 		uint64_t t0 = cg_cost_start(); /* the real call after it is not timed */
 		cg_engine_boundary((int)id, k, CG_WHY_UNSUPPORTED_API);
-		cg_cost_stop(CG_COST_CALLS, t0);
+		if (cg_unlikely(t0))
+			cg_call_cost_stop((int)id, t0);
 	}
 	return real;
 }
@@ -147,6 +148,8 @@ uint64_t cg_time_stop(int entry, uint64_t t0)
 	uint64_t d = cg_now_ns() - t0;
 	if (atomic_load_explicit(&cg_timing, memory_order_relaxed) == 2)
 		return atomic_fetch_add_explicit(&cg_stats.real_ns[entry], d, memory_order_relaxed);
+	atomic_fetch_add_explicit(&cg_stats.real1_ns[entry], d, memory_order_relaxed);
+	atomic_fetch_add_explicit(&cg_stats.real1_n[entry], 1, memory_order_relaxed);
 	return atomic_fetch_add_explicit(&cg_timed_ns, d, memory_order_relaxed);
 }
 
@@ -173,7 +176,7 @@ CG_EXPORT unsigned long long cgraft_call_time_ns(int on)
 	if (cg_busy)                                                            \
 		return cg_real.name args;                                       \
 	cg_count(CG_E_##name);                                                  \
-	CG_WHOLE_TIMED
+	CG_WHOLE_TIMED(CG_E_##name)
 
 #define CG_WRAP_OP(name, family, pt, params, args)                              \
 	CG_EXPORT cudaError_t name params                                       \
@@ -218,8 +221,7 @@ CG_EXPORT unsigned long long cgraft_call_time_ns(int on)
 		CG_RT_ENTER(name, args);                                        \
 		if (cg_wait_##family(CG_E_##name, pt, CG_UNPAREN args))         \
 			return cudaSuccess;                                     \
-		cg_whole_stop(&cg_whole_t0_);                                   \
-		cg_whole_t0_ = 0;                                               \
+		cg_whole_stop(&cg_whole_);                                      \
 		cg_busy++;                                                      \
 		cudaError_t rc_ = cg_real.name args;                            \
 		cg_busy--;                                                      \

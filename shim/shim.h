@@ -83,12 +83,20 @@ uint64_t cg_time_stop(int entry, uint64_t t0) CG_HIDDEN;
 		r_;                                                             \
 	})
 
-/* A wrapper's whole call, timed with timing 2: from here to its return. */
-static inline void cg_whole_stop(uint64_t *t0)
+/* A wrapper's whole call, timed with timing 2: from here to its return,
+ * or to the real wait it ends in (cg_whole_stop, t0 then 0). */
+struct cg_whole {
+	uint64_t t0;
+	int entry;
+};
+static inline void cg_whole_stop(struct cg_whole *w)
 {
-	cg_cost_stop(CG_COST_CALLS, *t0);
+	if (cg_unlikely(w->t0))
+		cg_call_cost_stop(w->entry, w->t0);
+	w->t0 = 0;
 }
-#define CG_WHOLE_TIMED uint64_t cg_whole_t0_ __attribute__((cleanup(cg_whole_stop))) = cg_cost_start()
+#define CG_WHOLE_TIMED(entry) \
+	struct cg_whole cg_whole_ __attribute__((cleanup(cg_whole_stop))) = { cg_cost_start(), (entry) }
 
 static inline void cg_count(int entry)
 {

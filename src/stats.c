@@ -104,6 +104,14 @@ void cg_stats_write_json(FILE *f)
 		   "\"timed\": %llu, \"values\": %llu},\n",
 		LD(slow[CG_SLOW_RECORD]), LD(slow[CG_SLOW_NOT_KERNEL]), LD(slow[CG_SLOW_CANDIDATES]),
 		LD(slow[CG_SLOW_TIMED]), LD(slow[CG_SLOW_VALUES]));
+	cg_write_entries(f, "whole_call_ns", cg_stats.call_ns, 1);
+	cg_write_entries(f, "whole_call_count", cg_stats.call_n, 1);
+	cg_write_entries(f, "whole_driver_call_ns", cg_stats.call_ns, 0);
+	cg_write_entries(f, "whole_driver_call_count", cg_stats.call_n, 0);
+	cg_write_entries(f, "real_call_ns", cg_stats.real1_ns, 1);
+	cg_write_entries(f, "real_call_count", cg_stats.real1_n, 1);
+	cg_write_entries(f, "real_driver_call_ns", cg_stats.real1_ns, 0);
+	cg_write_entries(f, "real_driver_call_count", cg_stats.real1_n, 0);
 	cg_write_entries(f, "eager_call_ns", cg_stats.real_ns, 1);
 	cg_write_entries(f, "eager_driver_call_ns", cg_stats.real_ns, 0);
 	cg_profile_write_json(f);

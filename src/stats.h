@@ -83,6 +83,11 @@ struct cg_stats {
 	atomic_ullong cost_ns[CG_COST_COUNT];
 	atomic_ullong cost_n[CG_COST_COUNT]; /* how many times each was timed */
 	atomic_ullong real_ns[CG_E_COUNT]; /* of CG_COST_CALLS, the program's own real calls, by entry point */
+	atomic_ullong call_ns[CG_E_COUNT]; /* CG_COST_CALLS by entry point */
+	atomic_ullong call_n[CG_E_COUNT];  /* how many calls of each were timed */
+	/* The real calls by entry point while the program times them alone
+	 * (cgraft_call_time_ns(1)), and how many. */
+	atomic_ullong real1_ns[CG_E_COUNT], real1_n[CG_E_COUNT];
 	atomic_ullong slow[CG_SLOW_COUNT]; /* ops past the fast path, by enum cg_slow */
 };
 extern struct cg_stats cg_stats CG_HIDDEN;
@@ -107,6 +112,17 @@ static inline void cg_cost_stop(enum cg_cost what, uint64_t t0)
 		atomic_fetch_add_explicit(&cg_stats.cost_ns[what], cg_now_ns() - t0, memory_order_relaxed);
 		atomic_fetch_add_explicit(&cg_stats.cost_n[what], 1, memory_order_relaxed);
 	}
+}
+
+/* A whole call of entry, timed from t0 (nonzero): CG_COST_CALLS and the
+ * entry's own share. */
+static inline void cg_call_cost_stop(int entry, uint64_t t0)
+{
+	uint64_t d = cg_now_ns() - t0;
+	atomic_fetch_add_explicit(&cg_stats.cost_ns[CG_COST_CALLS], d, memory_order_relaxed);
+	atomic_fetch_add_explicit(&cg_stats.cost_n[CG_COST_CALLS], 1, memory_order_relaxed);
+	atomic_fetch_add_explicit(&cg_stats.call_ns[entry], d, memory_order_relaxed);
+	atomic_fetch_add_explicit(&cg_stats.call_n[entry], 1, memory_order_relaxed);
 }
 
 void cg_stats_write_json(FILE *f) CG_HIDDEN;
