@@ -39,39 +39,42 @@
 
 enum cg_mode { CG_RECORD, CG_DEFER };
 
+/* The fast path (cg_engine_op) reads the first 128 bytes only: a held
+ * launch, between a program's calls that push the engine out of the
+ * caches, costs the host a cache miss for each line it reads. */
 static struct {
 	struct cg_lock mu;
-	struct cg_cond turn_cv, timer_cv;
 	int submitting;              /* depth of the turn's holder */
+	enum cg_mode mode;
+	int timing;
+	const void *owner;           /* the owning thread's cg_self token */
+	CUcontext ctx;               /* of the run and the held work */
+	size_t fast_upto;            /* held ops before it may take the fast path (cg_fast_limit) */
+	uint64_t nfast;              /* ops the fast path held, not yet in cg_stats */
+	struct cg_tmpl *expect_src;  /* the template dirty[] was found against */
+	const struct cg_op *expect_vals; /* its values the launch is expected to carry */
+	/* The deferral: held ops, which differ from what the graph expects,
+	 * the templates they match so far. */
+	struct cg_seg held;
+	struct cg_tmpl *cand[CG_MAX_CAND];
+	int ncand;
+	struct cg_cond turn_cv, timer_cv;
 	pthread_t submitter;
 	uint64_t seq;                /* engine entries but the fast path's, for the hold timer */
 	uint64_t epoch;              /* work enqueued other than by replays */
 	uint64_t segno;
-	enum cg_mode mode;
-	const void *owner;           /* the owning thread's cg_self token */
 	pthread_t owner_thread;
-	CUcontext ctx;               /* of the run and the held work */
-	/* The deferral: held ops, which differ from what the graph expects,
-	 * the templates they match so far. */
-	struct cg_seg held;
 	uint8_t *dirty;
 	uint8_t *lazy;               /* held ops not written out: lazy_src's op with its expected values */
 	size_t dirty_cap;
 	size_t nwritten;             /* held ops written out; the others are lazy */
-	uint64_t nfast;              /* ops the fast path held, not yet in cg_stats */
 	struct cg_tmpl *lazy_src;
-	struct cg_tmpl *cand[CG_MAX_CAND];
-	int ncand;
-	size_t fast_upto;            /* held ops before it may take the fast path (cg_fast_limit) */
 	struct cg_tmpl *complete;    /* a candidate the held ops complete (a prefix of them) */
-	struct cg_tmpl *expect_src;  /* the template dirty[] was found against */
-	const struct cg_op *expect_vals; /* its values the launch is expected to carry */
 	struct cg_tmpl *expect;      /* a chain's next piece */
 	CUevent evset[CG_EVSET];     /* events recorded by held work */
 	int nev;                     /* > CG_EVSET: too many to tell */
 	CUevent run_evset[CG_EVSET]; /* by the run's eager work */
 	int run_nev;
-	int timing;
 	uint64_t defer_ns;
 	/* The run: eager ops since the last boundary or launch, for learning. */
 	struct cg_seg run;
@@ -121,9 +124,12 @@ static struct {
 	} idle;
 	int timer;                   /* 0 not started, 1 idle, 2 watching */
 	int atexit_done;
-} E = {
+} E __attribute__((aligned(128))) = {
 	.run_ns_ok = 1,
 };
+_Static_assert(offsetof(__typeof__(E), held) + offsetof(struct cg_seg, cap) <= 128 &&
+		       offsetof(__typeof__(E), cand) + sizeof(E.cand[0]) <= 128,
+	       "the fast path's fields lie in the engine's first 128 bytes");
 
 /* Kernel launches seen to succeed, by function, block and shared memory:
  * a node takes another function only so launched before (a launch its
