@@ -300,7 +300,7 @@ int cg_op_kernel_info(struct cg_op *op, enum cg_reason *why) CG_HIDDEN;
 /* Names the op's context once the normaliser filled it (the engine hashes
  * its shape where it needs it). The driver calls nothing back for this: no
  * need to mark the call cgraft's. */
-static inline int cg_op_finish(struct cg_op *op, enum cg_reason *why)
+static inline __attribute__((always_inline)) int cg_op_finish(struct cg_op *op, enum cg_reason *why)
 {
 	CUcontext ctx = NULL;
 	if (cg_unlikely(cg_bk->ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx)) {
