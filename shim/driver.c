@@ -83,7 +83,7 @@ static void *cg_drv_real(void **slot, const char *name)
 	CG_EXPORT CUresult name params                                          \
 	{                                                                       \
 		CG_DRV_ENTER(name, args);                                       \
-		if (atomic_load_explicit(&cg_engine_on, memory_order_relaxed)) { \
+		if (atomic_load_explicit(&cg_hot.engine_on, memory_order_relaxed)) { \
 			struct cg_op op;                                        \
 			enum cg_reason why = CG_WHY_UNSUPPORTED_API;            \
 			op.entry = CG_E_##name;                                 \

@@ -47,7 +47,7 @@ struct cg_nccl_table cg_nccl_real;
 			return cg_nccl_real.name args;                          \
 		cg_count(CG_E_##name);                                          \
 		CG_WHOLE_TIMED(CG_E_##name);                                    \
-		if (atomic_load_explicit(&cg_engine_on, memory_order_relaxed)) { \
+		if (atomic_load_explicit(&cg_hot.engine_on, memory_order_relaxed)) { \
 			struct cg_op op;                                        \
 			enum cg_reason why = CG_WHY_NCCL;                       \
 			op.entry = CG_E_##name;                                 \

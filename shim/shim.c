@@ -130,7 +130,7 @@ void *cg_tramp_enter(unsigned id)
 	 * ones: each is a boundary (after the runtime call's, nothing is held).
 	 * A reset or a free is seen even while the engine stands aside: what
 	 * it takes away is forgotten. */
-	int on = atomic_load_explicit(&cg_engine_on, memory_order_relaxed);
+	int on = atomic_load_explicit(&cg_hot.engine_on, memory_order_relaxed);
 	if (k != CG_K_PURE && (on || k == CG_K_RESET || k == CG_K_FREE)) {
 		uint64_t t0 = cg_cost_start(); /* the real call after it is not timed */
 		cg_engine_boundary((int)id, k, CG_WHY_UNSUPPORTED_API);
@@ -146,7 +146,7 @@ atomic_ullong cg_timed_ns;
 uint64_t cg_time_stop(int entry, uint64_t t0)
 {
 	uint64_t d = cg_now_ns() - t0;
-	if (atomic_load_explicit(&cg_timing, memory_order_relaxed) == 2)
+	if (atomic_load_explicit(&cg_hot.timing, memory_order_relaxed) == 2)
 		return atomic_fetch_add_explicit(&cg_stats.real_ns[entry], d, memory_order_relaxed);
 	atomic_fetch_add_explicit(&cg_stats.real1_ns[entry], d, memory_order_relaxed);
 	atomic_fetch_add_explicit(&cg_stats.real1_n[entry], 1, memory_order_relaxed);
@@ -155,7 +155,7 @@ uint64_t cg_time_stop(int entry, uint64_t t0)
 
 CG_EXPORT unsigned long long cgraft_call_time_ns(int on)
 {
-	atomic_store(&cg_timing, on == 2 ? 2 : on != 0);
+	atomic_store(&cg_hot.timing, on == 2 ? 2 : on != 0);
 	return atomic_load(&cg_timed_ns) + atomic_load(&cg_stats.cost_ns[CG_COST_CALLS]);
 }
 
@@ -182,7 +182,7 @@ CG_EXPORT unsigned long long cgraft_call_time_ns(int on)
 	CG_EXPORT cudaError_t name params                                       \
 	{                                                                       \
 		CG_RT_ENTER(name, args);                                        \
-		if (atomic_load_explicit(&cg_engine_on, memory_order_relaxed)) { \
+		if (atomic_load_explicit(&cg_hot.engine_on, memory_order_relaxed)) { \
 			struct cg_op op;                                        \
 			enum cg_reason why = CG_WHY_UNSUPPORTED_API;            \
 			op.entry = CG_E_##name;                                 \

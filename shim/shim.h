@@ -76,7 +76,7 @@ extern atomic_ullong cg_timed_ns CG_HIDDEN;
 uint64_t cg_time_stop(int entry, uint64_t t0) CG_HIDDEN;
 #define CG_TIMED(entry, expr)                                                   \
 	({                                                                      \
-		uint64_t t0_ = cg_unlikely(atomic_load_explicit(&cg_timing, memory_order_relaxed)) ? cg_now_ns() : 0; \
+		uint64_t t0_ = cg_unlikely(atomic_load_explicit(&cg_hot.timing, memory_order_relaxed)) ? cg_now_ns() : 0; \
 		__auto_type r_ = (expr);                                        \
 		if (cg_unlikely(t0_))                                           \
 			cg_time_stop(entry, t0_);                               \

@@ -9,7 +9,7 @@
 #include "log.h"
 
 static struct cg_backend cg_real_bk;
-const struct cg_backend *cg_bk = &cg_real_bk;
+struct cg_hot cg_hot __attribute__((aligned(64))) = { .bk = &cg_real_bk };
 static pthread_once_t cg_bk_once = PTHREAD_ONCE_INIT;
 static int cg_bk_state; /* 1 found, -1 not */
 
@@ -53,7 +53,7 @@ CUkernel cg_backend_stub_kernel(const void *stub)
  * loaded after the driver (Python imports), so a miss is asked again. */
 int cg_backend_runtime(void)
 {
-	if (cg_bk != &cg_real_bk)
+	if (cg_hot.bk != &cg_real_bk)
 		return 0;
 	if (__atomic_load_n(&cg_real_bk.rt_get_kernel, __ATOMIC_ACQUIRE))
 		return 0;
@@ -98,22 +98,20 @@ static void cg_backend_find(void)
 	cg_bk_state = missing ? -1 : 1;
 }
 
-atomic_int cg_backend_ok;
-
 int cg_backend_ready_slow(void)
 {
-	if (cg_bk != &cg_real_bk)
+	if (cg_hot.bk != &cg_real_bk)
 		return 0;
 	pthread_once(&cg_bk_once, cg_backend_find);
 	if (cg_bk_state > 0)
-		atomic_store(&cg_backend_ok, 1);
+		atomic_store(&cg_hot.backend_ok, 1);
 	return cg_bk_state > 0 ? 0 : -ENOENT;
 }
 
 void cg_backend_set(const struct cg_backend *bk)
 {
-	cg_bk = bk ? bk : &cg_real_bk;
-	atomic_store(&cg_backend_ok, bk != NULL);
+	cg_hot.bk = bk ? bk : &cg_real_bk;
+	atomic_store(&cg_hot.backend_ok, bk != NULL);
 }
 
 /* ---- NCCL ------------------------------------------------------------------------ */

@@ -94,15 +94,12 @@ struct cg_backend {
 #undef CG_BK_RT_FIELD
 };
 
-/* The table in use; valid once cg_backend_ready() returned 0. */
-extern const struct cg_backend *cg_bk CG_HIDDEN;
 /* Finds the real driver (and the program's runtime, where there is one);
  * 0 when the driver's entry points are there, -ENOENT otherwise. */
 int cg_backend_ready_slow(void) CG_HIDDEN;
-extern atomic_int cg_backend_ok CG_HIDDEN;
 static inline int cg_backend_ready(void)
 {
-	return cg_likely(atomic_load_explicit(&cg_backend_ok, memory_order_acquire)) ? 0 : cg_backend_ready_slow();
+	return cg_likely(atomic_load_explicit(&cg_hot.backend_ok, memory_order_acquire)) ? 0 : cg_backend_ready_slow();
 }
 /* The runtime's two helpers, looked up again while missing; 0 once found. */
 int cg_backend_runtime(void) CG_HIDDEN;
@@ -136,7 +133,7 @@ int cg_nccl_ready(void) CG_HIDDEN;
 #define CG_BK(fn, ...)                                                          \
 	({                                                                      \
 		cg_busy++;                                                      \
-		CUresult rc_ = cg_bk->fn ? (CUresult)cg_bk->fn(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED; \
+		CUresult rc_ = cg_hot.bk->fn ? (CUresult)cg_hot.bk->fn(__VA_ARGS__) : CUDA_ERROR_NOT_SUPPORTED; \
 		cg_busy--;                                                      \
 		rc_;                                                            \
 	})

@@ -21,6 +21,24 @@
  * underneath a wrapper, must not be taken for the program's work. */
 extern CG_TLS int cg_busy CG_HIDDEN;
 
+struct cg_backend;
+/* What every call of the program reads, in one cache line: a program's own
+ * work between its calls pushes cgraft out of the core's caches, and each
+ * line a call reads comes back at tens of nanoseconds. */
+struct cg_hot {
+	/* Whether the engine looks at calls at all (off: pass-through,
+	 * counted). Read without the lock by the wrappers, again under it by
+	 * the engine. */
+	atomic_int engine_on;
+	/* The program's timing switch (cgraft_call_time_ns): 0 off, 1 its
+	 * real calls, 2 whole calls with cgraft's work (enum cg_cost). */
+	atomic_int timing;
+	atomic_int backend_ok; /* cg_backend_ready() */
+	/* The backend's table in use; valid once cg_backend_ready() returned 0. */
+	const struct cg_backend *bk;
+};
+extern struct cg_hot cg_hot CG_HIDDEN;
+
 static inline uint64_t cg_now_ns(void)
 {
 	struct timespec ts;

@@ -168,7 +168,6 @@ static int cg_launch_known(const struct cg_op *op)
 	return cg_launch_way(cg_launch_key(op), &set) >= 0;
 }
 
-atomic_int cg_engine_on;
 void (*cg_engine_first_op)(void);
 /* Its address tells one thread from another, for the cost of a TLS access. */
 static CG_TLS char cg_self;
@@ -290,7 +289,7 @@ static void cg_bury(struct cg_tmpl *list)
 static void cg_stand_aside_changed(void)
 {
 	E.epoch++; /* work enqueued while standing aside goes unseen */
-	atomic_store(&cg_engine_on, cg_opt.enable && !atomic_load(&cg_dead) && !atomic_load(&cg_capturing) &&
+	atomic_store(&cg_hot.engine_on, cg_opt.enable && !atomic_load(&cg_dead) && !atomic_load(&cg_capturing) &&
 					    !atomic_load(&cg_paused) && !atomic_load(&cg_governed));
 }
 
@@ -1426,7 +1425,7 @@ static inline int cg_fast_ok(const struct cg_op *op)
 {
 	return !E.submitting && E.mode == CG_DEFER && op->kind == CG_OP_KERNEL && E.owner == &cg_self &&
 	       E.ctx == op->ctx && E.held.n < E.fast_upto &&
-	       atomic_load_explicit(&cg_engine_on, memory_order_relaxed);
+	       atomic_load_explicit(&cg_hot.engine_on, memory_order_relaxed);
 }
 
 static int cg_fast_held(struct cg_op *op)
@@ -1456,7 +1455,7 @@ static __attribute__((noinline)) int cg_engine_op_slow(struct cg_op *op)
 		}
 	}
 	cg_wait_turn();
-	if (!atomic_load_explicit(&cg_engine_on, memory_order_relaxed)) {
+	if (!atomic_load_explicit(&cg_hot.engine_on, memory_order_relaxed)) {
 		cg_lock_give(&E.mu);
 		return CG_PASS;
 	}
@@ -1556,7 +1555,7 @@ void cg_engine_op_done(struct cg_op *op, int ok)
 	cg_wait_turn();
 	if (ok && op->kind == CG_OP_KERNEL && op->u.k.ki)
 		cg_launch_seen(op);
-	if (op->run_id != E.run_id || !atomic_load(&cg_engine_on)) {
+	if (op->run_id != E.run_id || !atomic_load(&cg_hot.engine_on)) {
 		cg_lock_give(&E.mu);
 		return;
 	}
@@ -1600,7 +1599,7 @@ void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why)
 	cg_lock_take(&E.mu);
 	E.seq++;
 	cg_wait_turn();
-	if (atomic_load(&cg_engine_on))
+	if (atomic_load(&cg_hot.engine_on))
 		cg_boundary_locked(entry, kind, why);
 	else if (kind == CG_K_RESET && cg_engine_remembers())
 		cg_forget_reset_locked();
@@ -1690,12 +1689,12 @@ int cg_engine_stream_sync(int entry, CUstream s)
 	cg_wait_turn();
 	/* Work that came since passed eagerly or was launched (epoch), or is
 	 * held. */
-	int idle = atomic_load(&cg_engine_on) && E.idle.stream == s && E.idle.thread == &cg_self &&
+	int idle = atomic_load(&cg_hot.engine_on) && E.idle.stream == s && E.idle.thread == &cg_self &&
 		   E.idle.epoch == E.epoch && E.mode == CG_RECORD;
 	E.seq++;
 	if (idle)
 		cg_stat_add(syncs_answered, 1);
-	else if (atomic_load(&cg_engine_on))
+	else if (atomic_load(&cg_hot.engine_on))
 		cg_boundary_locked(entry, CG_K_SYNC, CG_WHY_UNSUPPORTED_API);
 	cg_lock_give(&E.mu);
 	return idle;
@@ -1859,7 +1858,7 @@ void cg_capture_begin(int entry)
 	cg_lock_take(&E.mu);
 	E.seq++;
 	cg_wait_turn();
-	if (atomic_load(&cg_engine_on))
+	if (atomic_load(&cg_hot.engine_on))
 		cg_boundary_locked(entry, CG_K_BND, CG_WHY_CAPTURE);
 	if (atomic_fetch_add(&cg_capturing, 1) == 0)
 		cg_stand_aside_changed();
@@ -1961,5 +1960,5 @@ void cg_engine_forked_child(void)
 	E.held.n = 0;
 	E.run.n = 0;
 	atomic_store(&cg_dead, 1);
-	atomic_store(&cg_engine_on, 0);
+	atomic_store(&cg_hot.engine_on, 0);
 }

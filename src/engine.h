@@ -6,9 +6,6 @@
 
 #include "op.h"
 
-/* Whether the engine looks at calls at all (off: pass-through, counted).
- * Read without the lock by the wrappers, again under it by the engine. */
-extern atomic_int cg_engine_on CG_HIDDEN;
 void cg_init(void) CG_HIDDEN;
 /* Called once, at the process's first op (set at load: the governor). */
 extern void (*cg_engine_first_op)(void) CG_HIDDEN;

@@ -30,7 +30,7 @@ static void cg_init_once(void)
 {
 	cg_options_load();
 	cg_log_level = cg_opt.log_level;
-	atomic_store(&cg_engine_on, cg_opt.enable);
+	atomic_store(&cg_hot.engine_on, cg_opt.enable);
 	cg_engine_first_op = cg_govern_start;
 	pthread_atfork(NULL, NULL, cg_atfork_child);
 }

@@ -451,7 +451,7 @@ int cg_op_from_rt_memcpy_peer(struct cg_op *op, int pt, enum cg_reason *why, voi
 static int cg_symbol(const void *symbol, size_t offset, void **out)
 {
 	void *p = NULL;
-	if (cg_backend_runtime() || !cg_bk->rt_symbol_address ||
+	if (cg_backend_runtime() || !cg_hot.bk->rt_symbol_address ||
 	    CG_BK(rt_symbol_address, &p, symbol) != CUDA_SUCCESS || !p)
 		return -ENOTSUP;
 	*out = (char *)p + offset;

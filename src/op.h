@@ -303,7 +303,7 @@ int cg_op_kernel_info(struct cg_op *op, enum cg_reason *why) CG_HIDDEN;
 static inline __attribute__((always_inline)) int cg_op_finish(struct cg_op *op, enum cg_reason *why)
 {
 	CUcontext ctx = NULL;
-	if (cg_unlikely(cg_bk->ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx)) {
+	if (cg_unlikely(cg_hot.bk->ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx)) {
 		*why = CG_WHY_DEVICE;
 		return -ENOTSUP;
 	}

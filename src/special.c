@@ -9,7 +9,7 @@
 
 static int cg_on(void)
 {
-	return atomic_load_explicit(&cg_engine_on, memory_order_relaxed);
+	return atomic_load_explicit(&cg_hot.engine_on, memory_order_relaxed);
 }
 
 /* ---- events ----------------------------------------------------------------- */

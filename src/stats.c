@@ -10,7 +10,6 @@
 #include "profile.h"
 
 struct cg_stats cg_stats;
-atomic_int cg_timing;
 
 const char *const cg_reason_names[CG_WHY_COUNT] = {
 	[CG_WHY_UNSUPPORTED_API] = "unsupported_api",

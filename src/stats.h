@@ -99,12 +99,9 @@ static inline void cg_count_fallback(enum cg_reason why)
 	atomic_fetch_add_explicit(&cg_stats.fallbacks[why], 1, memory_order_relaxed);
 }
 
-/* The program's timing switch (cgraft_call_time_ns): 0 off, 1 its real
- * calls, 2 whole calls with cgraft's work (enum cg_cost). */
-extern atomic_int cg_timing CG_HIDDEN;
 static inline uint64_t cg_cost_start(void)
 {
-	return cg_unlikely(atomic_load_explicit(&cg_timing, memory_order_relaxed) == 2) ? cg_now_ns() : 0;
+	return cg_unlikely(atomic_load_explicit(&cg_hot.timing, memory_order_relaxed) == 2) ? cg_now_ns() : 0;
 }
 static inline void cg_cost_stop(enum cg_cost what, uint64_t t0)
 {

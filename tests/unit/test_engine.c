@@ -32,7 +32,7 @@ static int group_setup(void **state)
 		fk_kernel(K(k), 2, sz2, NULL);
 	cg_init();
 	cg_log_level = CG_LOG_ERROR;
-	atomic_store(&cg_engine_on, 1);
+	atomic_store(&cg_hot.engine_on, 1);
 	return 0;
 }
 
@@ -50,7 +50,7 @@ static int setup(void **state)
 	cg_opt.max_variants = 4;
 	cg_opt.backoff_slow = 0;
 	cg_opt.max_hold_us = HOLD_US;
-	atomic_store(&cg_engine_on, 1);
+	atomic_store(&cg_hot.engine_on, 1);
 	/* Whatever a test left held goes out, and everything learnt goes. */
 	cg_engine_boundary(-1, CG_K_RESET, CG_WHY_RESET);
 	fk_clear();
