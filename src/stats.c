@@ -127,8 +127,9 @@ void cg_stats_write_json(FILE *f)
 }
 
 /* The five entry points with the most in v, one line each: the count, or
- * with ms set, nanoseconds as milliseconds. */
-static void cg_report_top(FILE *f, const atomic_ullong *v, int ms)
+ * with ms set, nanoseconds as milliseconds, and with per set, per one of
+ * those calls. */
+static void cg_report_top(FILE *f, const atomic_ullong *v, int ms, const atomic_ullong *per)
 {
 	int top[5] = { -1, -1, -1, -1, -1 };
 	for (int i = 0; i < CG_E_COUNT; i++) {
@@ -144,7 +145,11 @@ static void cg_report_top(FILE *f, const atomic_ullong *v, int ms)
 	}
 	for (int k = 0; k < 5 && top[k] >= 0; k++) {
 		unsigned long long n = atomic_load_explicit(&v[top[k]], memory_order_relaxed);
-		if (ms)
+		unsigned long long calls = per ? atomic_load_explicit(&per[top[k]], memory_order_relaxed) : 0;
+		if (ms && calls)
+			fprintf(f, "cgraft:     %s: %.3f ms over %llu calls, %.0f ns a call\n", cg_entries[top[k]].name,
+				(double)n / 1e6, calls, (double)n / (double)calls);
+		else if (ms)
 			fprintf(f, "cgraft:     %s: %.3f ms\n", cg_entries[top[k]].name, (double)n / 1e6);
 		else
 			fprintf(f, "cgraft:     %s: %llu\n", cg_entries[top[k]].name, n);
@@ -204,9 +209,11 @@ void cg_stats_write_report(FILE *f)
 			(double)LD(cost_ns[CG_COST_UPDATE]) / 1e6, (double)LD(cost_ns[CG_COST_DRIVER]) / 1e6,
 			(double)submit / 1e6, (double)(calls_ns > parts ? calls_ns - parts : 0) / 1e6,
 			LD(cost_n[CG_COST_CALLS]));
+		fprintf(f, "cgraft:   of the calls timed whole, by entry point, the longest:\n");
+		cg_report_top(f, cg_stats.call_ns, 1, cg_stats.call_n);
 		if (real) {
 			fprintf(f, "cgraft:   of its eager calls, the longest:\n");
-			cg_report_top(f, cg_stats.real_ns, 1);
+			cg_report_top(f, cg_stats.real_ns, 1, NULL);
 		}
 	}
 	for (int i = 0; i < CG_WHY_COUNT; i++) {
@@ -216,7 +223,7 @@ void cg_stats_write_report(FILE *f)
 	}
 	if (LD(fallbacks[CG_WHY_UNSUPPORTED_API])) {
 		fprintf(f, "cgraft:   calls cgraft does not model that ended segments most:\n");
-		cg_report_top(f, cg_stats.boundaries, 0);
+		cg_report_top(f, cg_stats.boundaries, 0, NULL);
 	}
 	unsigned long long calls = 0;
 	for (int i = 0; i < CG_E_COUNT; i++)
