@@ -91,9 +91,10 @@ struct cg_whole {
 };
 static inline void cg_whole_stop(struct cg_whole *w)
 {
-	if (cg_unlikely(w->t0))
+	if (cg_unlikely(w->t0)) {
 		cg_call_cost_stop(w->entry, w->t0);
-	w->t0 = 0;
+		w->t0 = 0;
+	}
 }
 #define CG_WHOLE_TIMED(entry) \
 	struct cg_whole cg_whole_ __attribute__((cleanup(cg_whole_stop))) = { cg_cost_start(), (entry) }

@@ -103,12 +103,15 @@ static inline uint64_t cg_cost_start(void)
 {
 	return cg_unlikely(atomic_load_explicit(&cg_hot.timing, memory_order_relaxed) == 2) ? cg_now_ns() : 0;
 }
+static inline void cg_cost_add(enum cg_cost what, uint64_t d)
+{
+	atomic_fetch_add_explicit(&cg_stats.cost_ns[what], d, memory_order_relaxed);
+	atomic_fetch_add_explicit(&cg_stats.cost_n[what], 1, memory_order_relaxed);
+}
 static inline void cg_cost_stop(enum cg_cost what, uint64_t t0)
 {
-	if (cg_unlikely(t0)) {
-		atomic_fetch_add_explicit(&cg_stats.cost_ns[what], cg_now_ns() - t0, memory_order_relaxed);
-		atomic_fetch_add_explicit(&cg_stats.cost_n[what], 1, memory_order_relaxed);
-	}
+	if (cg_unlikely(t0))
+		cg_cost_add(what, cg_now_ns() - t0);
 }
 
 /* A whole call of entry, timed from t0 (nonzero): CG_COST_CALLS and the
@@ -116,8 +119,7 @@ static inline void cg_cost_stop(enum cg_cost what, uint64_t t0)
 static inline void cg_call_cost_stop(int entry, uint64_t t0)
 {
 	uint64_t d = cg_now_ns() - t0;
-	atomic_fetch_add_explicit(&cg_stats.cost_ns[CG_COST_CALLS], d, memory_order_relaxed);
-	atomic_fetch_add_explicit(&cg_stats.cost_n[CG_COST_CALLS], 1, memory_order_relaxed);
+	cg_cost_add(CG_COST_CALLS, d);
 	atomic_fetch_add_explicit(&cg_stats.call_ns[entry], d, memory_order_relaxed);
 	atomic_fetch_add_explicit(&cg_stats.call_n[entry], 1, memory_order_relaxed);
 }
