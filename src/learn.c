@@ -3,7 +3,10 @@
  * (a grid that grows with a sequence, a step's own buffer) is compared with
  * the last run found at the same place (after the same template, starting
  * with the same op): the stretches both share become templates of their own,
- * and the ops between them stay eager. No CUDA here. */
+ * and the ops between them stay eager. Runs that differ from the last only
+ * in another kernel at a few places (PyTorch's vectorised or unrolled kernel
+ * as a pointer's alignment alternates) may each recur whole: pieces wait
+ * for one more run there. No CUDA here. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,7 +56,12 @@ static struct {
 	const void *anchor;
 	uint64_t first;
 	uint64_t *shape;
+	const void **fn; /* each op's kernel function, NULL for other ops */
 	size_t n;
+	/* Runs here differed in other kernels only, once: pieces waited for
+	 * whole runs to recur, which are built unchained (a chain's first
+	 * piece would stand for every run that shares it). */
+	int alternates;
 } cg_hist[CG_HIST_SLOTS];
 
 /* A run is compared with the last one after the same template that began
@@ -150,17 +158,25 @@ size_t cg_chain_piece_len(size_t done, size_t left, size_t first)
 }
 
 /* ---- learning ---------------------------------------------------------------------- */
-static void cg_hist_store(const struct cg_learn_in *in, uint64_t first, const uint64_t *shape, size_t n)
+static void cg_hist_store(const struct cg_learn_in *in, uint64_t first, const uint64_t *shape, int alternates)
 {
-	size_t slot = cg_hist_slot(in->anchor, first);
-	uint64_t *copy = malloc(n * sizeof *copy);
+	size_t slot = cg_hist_slot(in->anchor, first), n = in->run->n;
+	uint64_t *copy = malloc(n * (sizeof *copy + sizeof *cg_hist[slot].fn));
 	if (!copy)
 		return;
 	memcpy(copy, shape, n * sizeof *copy);
+	const void **fn = (const void **)(copy + n);
+	for (size_t i = 0; i < n; i++) {
+		const struct cg_op *o = &in->run->ops[i];
+		fn[i] = o->kind == CG_OP_KERNEL ? o->u.k.ki->handle : NULL;
+	}
+	int same = cg_hist[slot].shape && cg_hist[slot].anchor == in->anchor && cg_hist[slot].first == first;
 	free(cg_hist[slot].shape);
+	cg_hist[slot].alternates = alternates || (same && cg_hist[slot].alternates);
 	cg_hist[slot].anchor = in->anchor;
 	cg_hist[slot].first = first;
 	cg_hist[slot].shape = copy;
+	cg_hist[slot].fn = fn;
 	cg_hist[slot].n = n;
 }
 
@@ -170,6 +186,40 @@ static long cg_hist_find(const void *anchor, uint64_t first)
 	size_t slot = cg_hist_slot(anchor, first);
 	return cg_hist[slot].shape && cg_hist[slot].anchor == anchor && cg_hist[slot].first == first ? (long)slot
 												      : -1;
+}
+
+/* The last run at this place, or -1: after the same template, starting
+ * with the same op, or any op after that template. */
+static long cg_hist_place(const void *anchor, uint64_t first)
+{
+	long slot = cg_hist_find(anchor, first);
+	if (slot < 0 && anchor)
+		slot = cg_hist_find(anchor, CG_ANY_FIRST);
+	return slot;
+}
+
+/* How many places of a run as long as the last one at slot may hold
+ * another kernel, all else the same, for both to be tried whole. */
+#define CG_ALT_MAX 4
+
+/* Whether the run differs from the last at slot in another kernel at
+ * 1..CG_ALT_MAX places and nowhere else: the same length, each op that
+ * differs a kernel where the last had a kernel of another function. A
+ * kernel of the same function at another shape (a grid that grows) is an
+ * op that varies, around which pieces are learnt at once. */
+static int cg_runs_alternate(const struct cg_op *ops, const uint64_t *shape, size_t n, size_t slot)
+{
+	if (cg_hist[slot].n != n)
+		return 0;
+	int k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (shape[i] == cg_hist[slot].shape[i])
+			continue;
+		if (ops[i].kind != CG_OP_KERNEL || !cg_hist[slot].fn[i] || cg_hist[slot].fn[i] == ops[i].u.k.ki->handle ||
+		    ++k > CG_ALT_MAX)
+			return 0;
+	}
+	return k > 0;
 }
 
 /* Pieces of the run that the last run at slot shares, at least CG_PIECE_MIN
@@ -213,15 +263,17 @@ int cg_learn(const struct cg_learn_in *in, struct cg_build *out, struct cg_learn
 	res->novel = 0;
 	if ((long)n < in->min_ops)
 		return 0;
+	long slot = cg_hist_place(in->anchor, ops[0].shape);
+	size_t chain = slot >= 0 && cg_hist[slot].alternates ? 0 : in->chain_first;
 	res->whole = cg_table_find(ops, n);
-	if (!res->whole && in->chain_first)
-		res->whole = cg_table_find(ops, in->chain_first);
+	if (!res->whole && chain)
+		res->whole = cg_table_find(ops, chain);
 	if (res->whole)
 		return 0;
 	uint64_t key = cg_tmpl_key(ops, n);
 	long seen = cg_seen_note(key, n, 0);
 	if (seen >= in->min_repeats) {
-		out[0] = (struct cg_build){ 0, n, in->chain_first };
+		out[0] = (struct cg_build){ 0, n, chain };
 		return 1;
 	}
 	if (n > CG_HIST_MAX)
@@ -231,16 +283,17 @@ int cg_learn(const struct cg_learn_in *in, struct cg_build *out, struct cg_learn
 		return 0;
 	for (size_t i = 0; i < n; i++)
 		shape[i] = ops[i].shape;
-	int nb = 0;
-	long slot = cg_hist_find(in->anchor, shape[0]);
-	if (slot < 0 && in->anchor)
-		slot = cg_hist_find(in->anchor, CG_ANY_FIRST);
-	if (slot >= 0)
+	int nb = 0, alternates = 0;
+	if (slot >= 0 && !cg_hist[slot].alternates && cg_runs_alternate(ops, shape, n, (size_t)slot)) {
+		alternates = 1;
+		cg_debug("a %zu-op run differs from the last in other kernels only: pieces wait a run", n);
+	} else if (slot >= 0) {
 		nb = cg_learn_pieces(in, shape, (size_t)slot, out);
-	cg_hist_store(in, shape[0], shape, n);
+	}
+	cg_hist_store(in, shape[0], shape, alternates);
 	if (in->anchor)
-		cg_hist_store(in, CG_ANY_FIRST, shape, n);
+		cg_hist_store(in, CG_ANY_FIRST, shape, alternates);
 	free(shape);
-	res->novel = seen == 1 && !nb;
+	res->novel = seen == 1 && !nb && !alternates;
 	return nb;
 }

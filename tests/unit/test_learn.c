@@ -240,6 +240,78 @@ static void test_other_kernel_recurs_whole(void **state)
 		cg_seg_free(&runs[r]);
 }
 
+/* a0..a19 X b0..b19 where X is one of two kernels of their own parameter
+ * sizes in turn (PyTorch's unrolled or vectorised kernel as an alignment
+ * alternates): the second run waits instead of giving pieces, then each
+ * run is built whole at its second sighting, unchained though a chain is
+ * asked for. A third kernel at X after the wait gives pieces at once. */
+static void test_alternating_kernels_whole(void **state)
+{
+	(void)state;
+	static const uint32_t sz2[] = { 8, 8 }, sz3[] = { 4 };
+	struct ut_kernel kx, ky, kz;
+	ut_kernel_init(&kx, 0x6000, 1, sz1);
+	ut_kernel_init(&ky, 0x7000, 2, sz2);
+	ut_kernel_init(&kz, 0x8000, 1, sz3);
+	struct cg_seg runs[3] = { { 0 } };
+	struct ut_kernel *x[3] = { &kx, &ky, &kz };
+	for (int r = 0; r < 3; r++) {
+		add_n(&runs[r], &ka, 1, 20);
+		add(&runs[r], x[r], 7, 0);
+		add_n(&runs[r], &kc, 1, 20);
+	}
+	struct cg_build b[CG_MAX_BUILDS];
+	struct cg_learn_out res;
+	assert_int_equal(learn(&runs[0], NULL, 2, 8, b, &res), 0);
+	assert_true(res.novel);
+	assert_int_equal(learn(&runs[1], NULL, 2, 8, b, &res), 0);
+	assert_false(res.novel);
+	assert_int_equal(learn(&runs[0], NULL, 2, 8, b, &res), 1);
+	assert_int_equal(b[0].start, 0);
+	assert_int_equal(b[0].n, 41);
+	assert_int_equal(b[0].first, 0);
+	struct cg_tmpl *t0 = add_template(&runs[0], &b[0], NULL);
+	assert_int_equal(learn(&runs[1], NULL, 2, 8, b, &res), 1);
+	assert_int_equal(b[0].n, 41);
+	assert_int_equal(b[0].first, 0);
+	struct cg_tmpl *t1 = add_template(&runs[1], &b[0], NULL);
+	assert_int_equal(learn(&runs[0], NULL, 2, 8, b, &res), 0);
+	assert_ptr_equal(res.whole, t0);
+	assert_int_equal(learn(&runs[1], NULL, 2, 8, b, &res), 0);
+	assert_ptr_equal(res.whole, t1);
+	/* Both start a match on the same op. */
+	struct cg_tmpl *out[8];
+	assert_int_equal(cg_table_starting(&runs[2].ops[0], 0, NULL, 0, out, 8), 2);
+	/* Another kernel again, not seen before: pieces around it now. */
+	int nb = learn(&runs[2], NULL, 2, 8, b, &res);
+	assert_int_equal(nb, 2);
+	for (int i = 0; i < nb; i++) {
+		assert_int_equal(b[i].n, 20);
+		assert_true(b[i].start == 0 || b[i].start == 21);
+	}
+	for (int r = 0; r < 3; r++)
+		cg_seg_free(&runs[r]);
+}
+
+/* A kernel of the same function at another block where the last run had
+ * it is an op that varies: pieces at the second run, no wait. */
+static void test_same_kernel_other_shape_no_wait(void **state)
+{
+	(void)state;
+	struct cg_seg runs[2] = { { 0 } };
+	for (int r = 0; r < 2; r++) {
+		add_n(&runs[r], &ka, 1, 6);
+		add(&runs[r], &kb, 100 + (unsigned)r, 0);
+		add_n(&runs[r], &kc, 1, 6);
+	}
+	struct cg_build b[CG_MAX_BUILDS];
+	struct cg_learn_out res;
+	assert_int_equal(learn(&runs[0], NULL, 2, 0, b, &res), 0);
+	assert_int_equal(learn(&runs[1], NULL, 2, 0, b, &res), 2);
+	for (int r = 0; r < 2; r++)
+		cg_seg_free(&runs[r]);
+}
+
 /* Runs that differ in too many places, or share no stretch of CG_PIECE_MIN,
  * give no pieces. */
 static void test_no_short_pieces(void **state)
@@ -579,6 +651,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_failed_not_retried, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_pieces_around_varying_op, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_other_kernel_recurs_whole, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_alternating_kernels_whole, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_same_kernel_other_shape_no_wait, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_no_short_pieces, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_whole_known, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_start_keys, setup, teardown),
