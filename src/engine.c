@@ -36,6 +36,7 @@
 #define CG_CHAIN_MIN 32
 #define CG_CHAIN_FIRST 8
 #define CG_EVSET 64 /* events recorded by held work, remembered for queries */
+#define CG_STARTED 64 /* power of two */
 
 enum cg_mode { CG_RECORD, CG_DEFER };
 
@@ -110,6 +111,12 @@ static struct {
 		int hold;            /* > 0: it starts no build (cg_build_pause) */
 		struct cg_cond cv;   /* it waits for work here, others for current */
 	} build;
+	/* Which template completed the last two matches that started on an op
+	 * of this shape (by id: either may be gone), for the pick of the first
+	 * candidate where several start alike (cg_start_predict). */
+	struct {
+		uint64_t shape, last, before;
+	} started[CG_STARTED];
 	uint64_t quiet, passive_until;
 	int passive_rounds;
 	struct cg_tmpl *graveyard;   /* to be freed by the next turn */
@@ -911,6 +918,42 @@ static int cg_period_early(size_t p, size_t origin)
 }
 
 /* ---- replay ------------------------------------------------------------------ */
+static size_t cg_started_slot(uint64_t shape)
+{
+	return (size_t)(shape ^ shape >> 29) & (CG_STARTED - 1);
+}
+
+/* t completed a match from its first op. */
+static void cg_start_note(const struct cg_tmpl *t)
+{
+	size_t i = cg_started_slot(t->ops[0].shape);
+	if (E.started[i].shape != t->ops[0].shape)
+		E.started[i].shape = t->ops[0].shape, E.started[i].last = 0;
+	E.started[i].before = E.started[i].last;
+	E.started[i].last = t->id;
+}
+
+/* Puts first the candidate expected to complete, where several start on
+ * op: one form of a step that alternates with another (the one before
+ * the last), else the last again. The fast path follows the first, and
+ * holds the others' ops only while they agree (cg_fast_limit): the right
+ * one first keeps the rest of the step on it. Only the order changes. */
+static void cg_start_predict(const struct cg_op *op)
+{
+	size_t s = cg_started_slot(op->shape);
+	if (E.ncand < 2 || E.started[s].shape != op->shape || !E.started[s].last)
+		return;
+	uint64_t want = E.started[s].before && E.started[s].before != E.started[s].last ? E.started[s].before
+											: E.started[s].last;
+	for (int i = 1; i < E.ncand; i++)
+		if (E.cand[i]->id == want) {
+			struct cg_tmpl *c = E.cand[i];
+			E.cand[i] = E.cand[0];
+			E.cand[0] = c;
+			return;
+		}
+}
+
 /* Launches t for the t->n held ops from at. Returns 0 with *wait set to the
  * event a read-back's host must wait for (none: NULL), or a negative errno
  * when nothing was launched. */
@@ -942,6 +985,8 @@ static int cg_launch(struct cg_tmpl *t, size_t at, struct cg_wait *wait)
 	cg_tmpl_note_replay(t, t0 ? E.defer_ns + cg_now_ns() - t0 : 0, E.segno, cg_opt.backoff_slow && !t->nccl);
 	cg_stat_add(ops_replayed, t->n);
 	cg_table_touch(t);
+	if (!at && !t->follows)
+		cg_start_note(t);
 	E.epoch = l.epoch + 1;
 	if (cg_unlikely(E.early.on))
 		cg_early_launched(t);
@@ -1279,6 +1324,7 @@ static int cg_try_start(struct cg_op *op, struct cg_wait *wait)
 		/* The one replayed most first: the fast path follows it, and
 		 * it decides whether this replay is timed. */
 		E.ncand = cg_table_starting(op, E.segno, E.anchor, E.run.n, E.cand, CG_MAX_CAND);
+		cg_start_predict(op);
 	}
 	E.expect = NULL;
 	if (!E.ncand)
