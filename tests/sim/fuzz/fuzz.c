@@ -254,11 +254,22 @@ static void k_shmem2(const sim_launch *l, void **a)
         y[i] = y[i] * 11u + add;
 }
 
+/* Another function of axpb's buffer with one more parameter: other
+ * parameter sizes at the same place of a step, in turn. */
+static void k_axpb3(const sim_launch *l, void **a)
+{
+    u32 *y = *(u32 **)a[0], m = *(u32 *)a[1], b = *(u32 *)a[2];
+    int n = cover(l, *(int *)a[3]);
+    u32 d = *(u32 *)a[4];
+    for (int i = 0; i < n; i++)
+        y[i] = y[i] * m + b + d * 7u + 2u;
+}
+
 /* The generator picks among the first NKERN_GEN; the twins stand in for
  * axpb and shmem at some iterations (r_k), with the limits of their own,
  * never raised. */
 enum { KN_AXPB, KN_MIX, KN_ACC, KN_REDUCE, KN_ROT, KN_NOPARAM, KN_SHMEM, KN_MANY, NKERN_GEN,
-       KN_AXPB2 = NKERN_GEN, KN_SHMEM2, NKERN };
+       KN_AXPB2 = NKERN_GEN, KN_SHMEM2, KN_AXPB3, NKERN };
 
 /* Parameter roles: m read-write buffer, r read buffer, w written buffer,
  * u = x, v = y, d = z (u32), k = x (int), n = the length, c = x as a char,
@@ -280,6 +291,7 @@ static const kdesc_t KD[NKERN] = {
     { k_many, "fz_many", "mcsLnrd" },
     { k_axpb2, "fz_axpb2", "muvn" },
     { k_shmem2, "fz_shmem2", "mn" },
+    { k_axpb3, "fz_axpb3", "muvnd" },
 };
 
 static size_t role_size(char c)
@@ -842,11 +854,15 @@ static void m_hostjoin(model_t *M, int th, const vc_t *v)
 /* The kernel a launch op makes at iteration it: for a quarter of the
  * launches of axpb and shmem, their twin at every third iteration (one node
  * given another function, of the same parameters, the twin's limits its
- * own). */
+ * own); for another quarter of axpb's, axpb3 at every other iteration
+ * (another function of more parameters: a step of two forms in turn). */
 static int r_k(const op_t *o, int it)
 {
     int twin = o->k == KN_AXPB ? KN_AXPB2 : o->k == KN_SHMEM ? KN_SHMEM2 : -1;
-    return o->kind == OP_KERNEL && twin >= 0 && ((u32)o->id * 0x9e3779b9u) >> 30 == 1 && it % 3 == 1 ? twin : o->k;
+    u32 slice = ((u32)o->id * 0x9e3779b9u) >> 30;
+    if (o->kind == OP_KERNEL && o->k == KN_AXPB && slice == 2 && it % 2 == 1)
+        return KN_AXPB3;
+    return o->kind == OP_KERNEL && twin >= 0 && slice == 1 && it % 3 == 1 ? twin : o->k;
 }
 
 static void kernel_accs(const prog_t *P, const op_t *o, int it, accs_t *A)
@@ -3276,7 +3292,8 @@ typedef struct {
     size_t packsz;
 } kargs_t;
 
-static void build_args(xctx_t *X, const op_t *o, int it, kargs_t *A)
+/* The arguments of kernel k for launch op o at iteration it. */
+static void build_args_k(xctx_t *X, const op_t *o, int it, int k, kargs_t *A)
 {
     memset(A, 0, sizeof(*A));
     for (int i = 0; i < 3; i++) {
@@ -3293,7 +3310,7 @@ static void build_args(xctx_t *X, const op_t *o, int it, kargs_t *A)
     A->L = ((unsigned long long)r_x(o, it) << 32) | o->y;
     int np = 0, bi = 0;
     size_t off = 0;
-    for (const char *r = KD[o->k].roles; *r; r++) {
+    for (const char *r = KD[k].roles; *r; r++) {
         void *p;
         switch (*r) {
         case 'm': case 'r': case 'w':
@@ -3333,6 +3350,11 @@ static void build_args(xctx_t *X, const op_t *o, int it, kargs_t *A)
     A->packsz = off;
 }
 
+static void build_args(xctx_t *X, const op_t *o, int it, kargs_t *A)
+{
+    build_args_k(X, o, it, o->k, A);
+}
+
 static CUfunction kfunc_of(const rt_t *R, const op_t *o, int k)
 {
     switch (o->fsrc) {
@@ -3356,8 +3378,8 @@ static int exec_kernel(xctx_t *X, const op_t *o, int it, int ok)
 {
     rt_t *R = X->R;
     kargs_t A;
-    build_args(X, o, it, &A);
-    int kk = r_k(o, it); /* twins have the same parameters */
+    int kk = r_k(o, it); /* twins have their own parameters */
+    build_args_k(X, o, it, kk, &A);
     dim3 g = { (unsigned)r_gx(o, it), (unsigned)o->gy, 1 }, b = { (unsigned)o->bx, 1, 1 };
     void **params = (o->k == KN_NOPARAM && (o->id & 4)) ? NULL : A.params;
     size_t psz = A.packsz;
