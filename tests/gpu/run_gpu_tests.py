@@ -65,6 +65,19 @@ CLASS_CASES = [
 
 # Pairs whose digests must agree bare: the hand-captured graph does the same
 # work as the eager loop, or the benchmark compares unlike things.
+# Programs written against CUDA's documented semantics (kernels/semantics):
+# each checks its own results, and its digest must be bare's.
+SEMANTIC_CASES = [
+    f"{kind}_{name}"
+    for kind, names in (
+        ("mem", "alloc_free copy_kinds host_register managed mapped_zero_copy memset_pitched pageable_rewrite "
+                "pingpong_grow pinned_rewrite symbols"),
+        ("order", "drv_mix event_chains host_func launch_ex launch_shapes legacy_stream own_graph poll_spin "
+                  "ptds_threads shared_stream"),
+    )
+    for name in names.split()
+]
+
 SAME_WORK = [
     ("chain.k10", "chain.k10.graph"),
     ("forkjoin", "forkjoin.graph"),
@@ -228,6 +241,12 @@ def main():
             print(f"FAIL: {path} missing")
             return 1
         cases.append((name, path, args, env))
+    for prog in SEMANTIC_CASES:
+        path = os.path.join(kdir, prog)
+        if not os.path.exists(path):
+            print(f"FAIL: {path} missing")
+            return 1
+        cases.append((f"semantics.{prog}", path, []))
     if a.only:
         cases = [c for c in cases if any(o in c[0] for o in a.only)]
 
