@@ -248,11 +248,11 @@ static void test_other_kernel_recurs_whole(void **state)
 static void test_alternating_kernels_whole(void **state)
 {
 	(void)state;
-	static const uint32_t sz2[] = { 8, 8 }, sz3[] = { 4 };
+	static const uint32_t sz4[] = { 4 }, sz2[] = { 2 };
 	struct ut_kernel kx, ky, kz;
 	ut_kernel_init(&kx, 0x6000, 1, sz1);
-	ut_kernel_init(&ky, 0x7000, 2, sz2);
-	ut_kernel_init(&kz, 0x8000, 1, sz3);
+	ut_kernel_init(&ky, 0x7000, 1, sz4);
+	ut_kernel_init(&kz, 0x8000, 1, sz2);
 	struct cg_seg runs[3] = { { 0 } };
 	struct ut_kernel *x[3] = { &kx, &ky, &kz };
 	for (int r = 0; r < 3; r++) {
