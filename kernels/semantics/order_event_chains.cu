@@ -18,31 +18,7 @@
 #include <cstring>
 #include <vector>
 #include <cuda_runtime.h>
-
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-    printf("CUDA error line %d: %s: %s\n", __LINE__, cudaGetErrorName(e_), cudaGetErrorString(e_)); \
-    fflush(stdout); exit(2); } } while (0)
-
-static uint64_t g_hash = 1469598103934665603ull;
-static void mix(uint64_t v) { for (int b = 0; b < 8; ++b) { g_hash ^= (v >> (8 * b)) & 0xff; g_hash *= 1099511628211ull; } }
-static int g_fail = 0;
-static void failf(const char *fmt, ...) {
-    if (g_fail++ >= 10) return;
-    va_list ap; va_start(ap, fmt); vprintf(fmt, ap); va_end(ap); printf("\n");
-}
-static int finish(const char *name) {
-    printf("RESULT %s checksum=%016llx %s\n", name, (unsigned long long)g_hash, g_fail ? "FAIL" : "ok");
-    return g_fail ? 1 : 0;
-}
-__host__ __device__ inline unsigned hsh(unsigned a, unsigned b) {
-    unsigned x = a * 0x9E3779B1u ^ (b + 0x7F4A7C15u);
-    x ^= x >> 15; x *= 0x2C1B3C6Du; x ^= x >> 12; x *= 0x297A2D39u; x ^= x >> 15;
-    return x;
-}
-__device__ __forceinline__ void spin_cycles(long long c) {
-    long long t0 = clock64();
-    while (clock64() - t0 < c) { }
-}
+#include "order_common.cuh"
 
 static const int N = 2048, TPB = 256, GRID = N / TPB, ITERS = 90;
 static const long long SLOW = 20000;

@@ -19,28 +19,7 @@
 #include <thread>
 #include <vector>
 #include <cuda_runtime.h>
-
-#define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
-    printf("CUDA error line %d: %s: %s\n", __LINE__, cudaGetErrorName(e_), cudaGetErrorString(e_)); \
-    fflush(stdout); exit(2); } } while (0)
-
-static uint64_t g_hash = 1469598103934665603ull;
-static void mix(uint64_t v) { for (int b = 0; b < 8; ++b) { g_hash ^= (v >> (8 * b)) & 0xff; g_hash *= 1099511628211ull; } }
-static std::mutex g_fail_mu;
-static int g_fail = 0;
-static void failf(const char *fmt, ...) {
-    std::lock_guard<std::mutex> g(g_fail_mu);
-    if (g_fail++ >= 10) return;
-    va_list ap; va_start(ap, fmt); vprintf(fmt, ap); va_end(ap); printf("\n");
-}
-static int finish(const char *name) {
-    printf("RESULT %s checksum=%016llx %s\n", name, (unsigned long long)g_hash, g_fail ? "FAIL" : "ok");
-    return g_fail ? 1 : 0;
-}
-__device__ __forceinline__ void spin_cycles(long long c) {
-    long long t0 = clock64();
-    while (clock64() - t0 < c) { }
-}
+#include "order_common.cuh"
 
 static const int N = 1024, TPB = 256, GRID = N / TPB, TURNS1 = 60, TURNS2 = 120;
 
