@@ -21,7 +21,7 @@ size_t cg_upd_class_size(int c)
 }
 
 static pthread_once_t cg_upd_once = PTHREAD_ONCE_INIT;
-static CUkernel cg_upd_k[CG_UPD_CLASSES];
+static CUkernel cg_upd_k[CG_UPD_CLASSES], cg_copy_k;
 
 static void cg_upd_load(void)
 {
@@ -36,12 +36,20 @@ static void cg_upd_load(void)
 		if (CG_BK(library_kernel, &k[c], lib, cg_upd_names[c]) != CUDA_SUCCESS)
 			return;
 	memcpy(cg_upd_k, k, sizeof k);
+	if (CG_BK(library_kernel, &cg_copy_k, lib, "cg_copy") != CUDA_SUCCESS)
+		cg_copy_k = NULL;
 }
 
 CUkernel cg_upd_kernel(int c)
 {
 	pthread_once(&cg_upd_once, cg_upd_load);
 	return cg_upd_k[c];
+}
+
+CUkernel cg_copy_kernel(void)
+{
+	pthread_once(&cg_upd_once, cg_upd_load);
+	return cg_upd_k[0] ? cg_copy_k : NULL;
 }
 
 /* Whether w bytes (8 but at a parameter's end) are the same: a word's

@@ -44,6 +44,15 @@ size_t cg_upd_class_size(int c) CG_HIDDEN;
  * context); NULL where there is none: no image was built, or the driver
  * refused it. */
 CUkernel cg_upd_kernel(int c) CG_HIDDEN;
+/* cgraft's copy kernel (src/updater.cu): a linear copy between device
+ * memory, as a node the updater changes; its one parameter is struct
+ * cg_copy_args. NULL where there is no updater, or no such kernel. */
+struct cg_copy_args {
+	void *dst;
+	const void *src;
+	uint64_t n;
+};
+CUkernel cg_copy_kernel(void) CG_HIDDEN;
 
 static inline void cg_upd_clear(struct cg_upd *u)
 {

@@ -97,6 +97,11 @@ struct cg_graph {
 	 * or shared memory of its own): no device updates for it, which set
 	 * parameters by the old one's layout and a host update would race. */
 	uint8_t *kvar;
+	/* Per op, 1 where a linear copy between device memory runs as
+	 * cgraft's copy kernel (devupd.h), a node its updater changes: in a
+	 * graph with updaters, where the copy's ranges lie apart (one that
+	 * brings overlapping ranges is marked in kvar, and stays a copy node). */
+	uint8_t *copyk;
 };
 
 /* A launch's values: the held op where it differs from the predicted
@@ -182,6 +187,51 @@ static void *cg_copy_dest(const struct cg_graph *g, const struct cg_op *op)
 	return op->flags & CG_F_LANDS_PINNED ? g->landing : op->u.cp.dst;
 }
 
+/* Whether a copy's two ranges overlap. */
+static int cg_copy_overlaps(const struct cg_op *op)
+{
+	uintptr_t d = (uintptr_t)op->u.cp.dst, s = (uintptr_t)op->u.cp.src;
+	return d < s + op->u.cp.width && s < d + op->u.cp.width;
+}
+
+/* Whether copy op i of g is added as cgraft's copy kernel. */
+static int cg_copy_as_kernel(const struct cg_graph *g, const struct cg_op *op, size_t i)
+{
+	return g->copyk && cg_op_extent_is_value(op) && !(g->kvar && g->kvar[i]) && !cg_copy_overlaps(op) &&
+	       cg_copy_kernel();
+}
+
+/* The copy kernel's blocks: 256 threads of 16 bytes a step each, a block
+ * for every 4 KB up to 1,024 (the grid strides over the rest). */
+static uint32_t cg_copy_grid(uint64_t n)
+{
+	uint64_t b = (n + 4095) / 4096;
+	return b < 1 ? 1 : b > 1024 ? 1024 : (uint32_t)b;
+}
+
+static void cg_copy_args_of(const struct cg_op *op, struct cg_copy_args *a)
+{
+	memset(a, 0, sizeof *a);
+	a->dst = op->u.cp.dst;
+	a->src = op->u.cp.src;
+	a->n = op->u.cp.width;
+}
+
+/* Copy op as cgraft's copy kernel: its node's parameters, a and argv with them. */
+static void cg_copy_knode(const struct cg_op *op, struct cg_copy_args *a, void **argv, CUDA_KERNEL_NODE_PARAMS *p)
+{
+	cg_copy_args_of(op, a);
+	argv[0] = a;
+	memset(p, 0, sizeof *p);
+	p->kern = cg_copy_kernel();
+	p->ctx = op->ctx;
+	p->gridDimX = cg_copy_grid(a->n);
+	p->gridDimY = p->gridDimZ = 1;
+	p->blockDimX = 256;
+	p->blockDimY = p->blockDimZ = 1;
+	p->kernelParams = argv;
+}
+
 static CUresult cg_kernel_node_attrs(CUgraphNode node, const struct cg_op *op)
 {
 	for (uint32_t a = 0; a < op->u.k.nattr; a++) {
@@ -246,8 +296,9 @@ static int cg_upd_scratch(struct cg_graph *g, int k)
 static int cg_add_updaters(struct cg_graph *g, const struct cg_tmpl *t, int n)
 {
 	g->devnode = calloc(t->n, sizeof *g->devnode);
+	g->copyk = calloc(t->n, 1);
 	g->blob = calloc(1, CG_UPD_MAX);
-	if (!g->devnode || !g->blob || cg_upd_scratch(g, 0))
+	if (!g->devnode || !g->copyk || !g->blob || cg_upd_scratch(g, 0))
 		return -ENOMEM;
 	g->upd_ctx = t->ops[0].ctx;
 	for (int k = 0; k < n; k++) {
@@ -295,6 +346,18 @@ static CUresult cg_node_add(struct cg_graph *g, const struct cg_op *op, size_t i
 		return rc;
 	}
 	case CG_OP_COPY: {
+		if (cg_copy_as_kernel(g, op, i)) {
+			struct cg_copy_args a;
+			void *argv[1];
+			CUDA_KERNEL_NODE_PARAMS p;
+			cg_copy_knode(op, &a, argv, &p);
+			CUresult rc = CG_BK(graph_add_kernel, node, g->graph, deps, nd, &p);
+			if (rc == CUDA_SUCCESS) {
+				g->copyk[i] = 1;
+				g->devnode[i] = cg_devnode(*node);
+			}
+			return rc;
+		}
 		CUDA_MEMCPY3D d;
 		cg_copy_desc(op, cg_copy_source(g, i, op, 0), cg_copy_dest(g, op), &d);
 		return CG_BK(graph_add_memcpy, node, g->graph, deps, nd, &d, op->ctx);
@@ -472,9 +535,17 @@ static int cg_update_node(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 		break;
 	}
 	case CG_OP_COPY: {
-		CUDA_MEMCPY3D d;
-		cg_copy_desc(op, cg_copy_source(g, i, op, v->stage), cg_copy_dest(g, op), &d);
-		rc = CG_BK(exec_set_memcpy, v->exec, g->node[i], &d, op->ctx);
+		if (g->copyk && g->copyk[i]) {
+			struct cg_copy_args a;
+			void *argv[1];
+			CUDA_KERNEL_NODE_PARAMS p;
+			cg_copy_knode(op, &a, argv, &p);
+			rc = cg_copy_overlaps(op) ? CUDA_ERROR_NOT_SUPPORTED : CG_BK(exec_set_kernel, v->exec, g->node[i], &p);
+		} else {
+			CUDA_MEMCPY3D d;
+			cg_copy_desc(op, cg_copy_source(g, i, op, v->stage), cg_copy_dest(g, op), &d);
+			rc = CG_BK(exec_set_memcpy, v->exec, g->node[i], &d, op->ctx);
+		}
 		if (rc == CUDA_SUCCESS)
 			v->vals[i].u.cp = op->u.cp;
 		break;
@@ -670,6 +741,7 @@ static void cg_graph_free_memory(struct cg_graph *g)
 	for (int i = 0; i < g->nvar; i++)
 		free(g->var[i].vals);
 	free(g->kvar);
+	free(g->copyk);
 	cg_dag_free(&g->dag);
 	free(g->hist);
 	free(g->node);
@@ -840,23 +912,39 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
 		const struct cg_op *o = &ops[i], *was = &v->vals[i];
 		if (!dirty[i] || !g->node[i] || cg_op_same_values(was, o))
 			continue;
+		int copyk = g->copyk[i];
+		if (copyk ? cg_copy_overlaps(o) : g->devnode[i] && !cg_op_same_kernel(was, o)) {
+			/* Built again at once, this node updated from the host
+			 * (a copy: a copy node). */
+			cg_debug("node %zu of a %zu-op graph takes %s: built again, its updates from the host", i, t->n,
+				 copyk ? "a copy between overlapping ranges" : "another kernel");
+			if (!cg_kvar_mark(g, t, i))
+				g->upgrade = 1;
+			return NULL;
+		}
 		if (!g->devnode[i]) {
 			if (cg_update_node(g, t, v, i, o, 0))
 				return NULL;
 			continue;
 		}
-		if (!cg_op_same_kernel(was, o)) {
-			/* Built again at once, this node updated from the host. */
-			cg_debug("node %zu of a %zu-op graph takes another kernel: built again, its updates from the host",
-				 i, t->n);
-			if (!cg_kvar_mark(g, t, i))
-				g->upgrade = 1;
-			return NULL;
-		}
-		int grid = memcmp(was->u.k.grid, o->u.k.grid, sizeof o->u.k.grid) != 0;
+		/* The bytes that take the node from was to o, and its grid where that changes. */
+		struct cg_copy_args ca, cb;
+		uint32_t cgrid[3] = { 0, 1, 1 };
+		const uint8_t *pa = was->u.k.params, *pb = o->u.k.params;
 		const struct cg_kinfo *ki = o->flags & CG_F_PACKED ? NULL : o->u.k.ki;
-		while (cg_upd_add(g->ub[k], g->devnode[i], was->u.k.params, o->u.k.params, ki, o->nbytes,
-				  grid ? o->u.k.grid : NULL)) {
+		size_t nb = o->nbytes;
+		const uint32_t *grid = memcmp(was->u.k.grid, o->u.k.grid, sizeof o->u.k.grid) ? o->u.k.grid : NULL;
+		if (copyk) {
+			cg_copy_args_of(was, &ca);
+			cg_copy_args_of(o, &cb);
+			pa = (const uint8_t *)&ca;
+			pb = (const uint8_t *)&cb;
+			ki = NULL;
+			nb = sizeof cb;
+			cgrid[0] = cg_copy_grid(cb.n);
+			grid = cgrid[0] != cg_copy_grid(ca.n) ? cgrid : NULL;
+		}
+		while (cg_upd_add(g->ub[k], g->devnode[i], pa, pb, ki, nb, grid)) {
 			if (!g->ub[k]->nrec || k + 1 == g->nupd || cg_upd_scratch(g, k + 1)) {
 				/* More updaters take more nodes, not a node's
 				 * changes past one blob. */
@@ -901,8 +989,12 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
 	for (size_t i = 0; i < t->n; i++)
 		if (sent[i]) {
 			cg_log_update(t, i, &v->vals[i], &ops[i], " on the device");
-			memcpy((void *)v->vals[i].u.k.params, ops[i].u.k.params, ops[i].nbytes);
-			cg_op_copy_grid(&v->vals[i], &ops[i]);
+			if (ops[i].kind == CG_OP_COPY) {
+				v->vals[i].u.cp = ops[i].u.cp;
+			} else {
+				memcpy((void *)v->vals[i].u.k.params, ops[i].u.k.params, ops[i].nbytes);
+				cg_op_copy_grid(&v->vals[i], &ops[i]);
+			}
 			cg_stat_add(node_updates, 1);
 			cg_stat_add(node_updates_device, 1);
 		}

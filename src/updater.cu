@@ -39,6 +39,32 @@ template <int N> __device__ void cg_apply(const cg_upd_blob<N> &u)
 	}
 }
 
+/* cgraft's copy kernel: a linear copy between device memory that changes
+ * at most launches, as a kernel node the updater can change (a copy node
+ * is updated from the host only). The two ranges never overlap: cgraft
+ * keeps such a copy a copy node. Each thread copies 16 bytes a step where
+ * both addresses allow it, else single bytes; the grid strides over the
+ * whole, whatever its size. */
+struct cg_copy_args {
+	unsigned char *dst;
+	const unsigned char *src;
+	unsigned long long n;
+};
+
+extern "C" __global__ void cg_copy(const __grid_constant__ cg_copy_args a)
+{
+	unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
+	unsigned long long step = (unsigned long long)gridDim.x * blockDim.x, done = 0;
+	if (!(((unsigned long long)a.dst | (unsigned long long)a.src) & 15)) {
+		unsigned long long w = a.n / 16;
+		for (unsigned long long k = i; k < w; k += step)
+			((uint4 *)a.dst)[k] = ((const uint4 *)a.src)[k];
+		done = w * 16;
+	}
+	for (unsigned long long k = done + i; k < a.n; k += step)
+		a.dst[k] = a.src[k];
+}
+
 #define CG_UPDATER(name, n)                                                                  \
 	extern "C" __global__ void name(const __grid_constant__ cg_upd_blob<n> u) { cg_apply(u); }
 CG_UPDATER(cg_updater_1k, 1024)

@@ -68,8 +68,8 @@ CLASS_CASES = [
 SEMANTIC_CASES = [
     f"{kind}_{name}"
     for kind, names in (
-        ("mem", "alloc_free copy_kinds host_register managed mapped_zero_copy memset_pitched pageable_rewrite "
-                "pingpong_grow pinned_rewrite symbols"),
+        ("mem", "alloc_free copy_kinds copy_rotate host_register managed mapped_zero_copy memset_pitched "
+                "pageable_rewrite pingpong_grow pinned_rewrite symbols"),
         ("order", "drv_mix event_chains host_func launch_ex launch_shapes legacy_stream own_graph poll_spin "
                   "ptds_threads shared_stream"),
     )

@@ -1697,8 +1697,39 @@ static struct CUkern_st *updater_kernel_locked(size_t i)
     return k;
 }
 
+/* cgraft's copy kernel (src/updater.cu): dst, src, bytes. It copies byte by
+ * byte from the first, as threads over a grid may: where the two ranges
+ * overlap it is not a memmove (the eager copies' memmove), so a copy that
+ * cgraft gives it with overlapping ranges shows in the output. */
+static void sim_copy_run(const sim_launch *l, void **args)
+{
+    (void)l;
+    struct { unsigned char *dst; const unsigned char *src; uint64_t n; } a;
+    memcpy(&a, args[0], sizeof a);
+    for (uint64_t i = 0; i < a.n; i++)
+        a.dst[i] = a.src[i];
+}
+
+static struct CUkern_st *copy_kernel_locked(void)
+{
+    for (struct CUkern_st *k = G.kernels; k; k = k->next)
+        if (k->fn == sim_copy_run)
+            return k;
+    struct CUkern_st *k = xrealloc(NULL, sizeof(*k));
+    memset(k, 0, sizeof(*k));
+    k->magic = MAGIC_KERN;
+    k->fn = sim_copy_run;
+    snprintf(k->name, sizeof(k->name), "cg_copy");
+    k->nparams = 1;
+    k->size[0] = k->argsz = 24;
+    k->next = G.kernels;
+    G.kernels = k;
+    return k;
+}
+
 /* A fatbin (its header: magic, version, header size, then the size of what
- * follows) is taken for cgraft's updater where it names its kernels. */
+ * follows) is taken for cgraft's updater where it names its kernels (and
+ * its copy kernel where it names that). */
 static CUresult image_parse_fatbin_locked(sim_image *img, const unsigned char *b)
 {
     uint16_t hs;
@@ -1707,10 +1738,14 @@ static CUresult image_parse_fatbin_locked(sim_image *img, const unsigned char *b
     memcpy(&fs, b + 8, 8);
     if (!memmem(b, hs + fs, sim_updaters[0].name, strlen(sim_updaters[0].name)))
         return CUDA_ERROR_INVALID_IMAGE;
-    img->n = sizeof sim_updaters / sizeof sim_updaters[0];
+    size_t nu = sizeof sim_updaters / sizeof sim_updaters[0];
+    int copy = memmem(b, hs + fs, "cg_copy", 8) != NULL;
+    img->n = nu + (size_t)copy;
     img->k = xrealloc(NULL, img->n * sizeof(*img->k));
-    for (size_t i = 0; i < img->n; i++)
+    for (size_t i = 0; i < nu; i++)
         img->k[i] = updater_kernel_locked(i);
+    if (copy)
+        img->k[nu] = copy_kernel_locked();
     img->h = xrealloc(NULL, (img->n + 1) * sizeof(*img->h));
     memset(img->h, 0, (img->n + 1) * sizeof(*img->h));
     return CUDA_SUCCESS;
