@@ -1318,8 +1318,16 @@ static int cg_try_start(struct cg_op *op, struct cg_wait *wait)
 		cg_early_bury();
 	op->shape = cg_op_shape_hash(op);
 	if (E.expect && cg_tmpl_can_follow(E.expect, op, E.segno)) {
+		/* A chain's next piece first, and beside it what else starts
+		 * here (another form of the step, learnt where it diverged from
+		 * the chain): the chain alone would diverge at every such step. */
+		struct cg_tmpl *more[CG_MAX_CAND];
+		int k = cg_table_starting(op, E.segno, E.anchor, E.run.n, more, CG_MAX_CAND);
 		E.cand[0] = E.expect;
 		E.ncand = 1;
+		for (int i = 0; i < k && E.ncand < CG_MAX_CAND; i++)
+			if (more[i] != E.expect)
+				E.cand[E.ncand++] = more[i];
 	} else {
 		/* The one replayed most first: the fast path follows it, and
 		 * it decides whether this replay is timed. */

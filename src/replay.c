@@ -1222,6 +1222,9 @@ static int cg_graph_launch_ops(struct cg_tmpl *t, struct cg_launch *l, const str
 	g->launched = 1;
 	if (!g->nupd && !g->no_upgrade && cg_opt.device_updates && ++g->wlaunch == CG_UPD_WINDOW) {
 		g->upgrade = g->kupd >= CG_UPD_WORTH * CG_UPD_WINDOW;
+		if (g->kupd && !g->upgrade)
+			cg_debug("a graph of %zu ops updated %u kernel nodes from the host in %d launches: no updater",
+				 t->n, g->kupd, CG_UPD_WINDOW);
 		g->wlaunch = g->kupd = 0;
 	}
 	cg_stat_add(graph_launches, 1);

@@ -5,7 +5,7 @@
 // gets an updater, its copies then kernels of cgraft's): a small copy at odd
 // byte offsets that grows by 13 bytes an iteration, a large aligned one that
 // shrinks by a word, between three buffers in turn. The host repeats every
-// step on its own arrays; every byte is checked at the end.
+// step on its own arrays afterwards; every byte is checked at the end.
 constexpr int TB = 256;
 constexpr int NY = 65536; // words
 constexpr int ITERS = 160, K = 6;
@@ -43,30 +43,27 @@ int main()
 	}
 	for (int it = 0; it < ITERS; it++) {
 		for (int k = 0; k < K; k++) {
-			uint32_t c = (uint32_t)it * 7u + (uint32_t)k;
-			kmul<<<blocks(NY, TB), TB, 0, s>>>(Y, NY, c);
+			kmul<<<blocks(NY, TB), TB, 0, s>>>(Y, NY, (uint32_t)it * 7u + (uint32_t)k);
 			CKL();
-			for (int i = 0; i < NY; i++)
-				hY[i] = hY[i] * 3u + c;
 		}
-		// small, odd offsets, growing
-		size_t off_d = (size_t)(it % 7), off_s = (size_t)(it % 5), n1 = 1000 + (size_t)it * 13;
-		CK(cudaMemcpyAsync((char *)B[it % 3] + off_d, (const char *)Y + off_s, n1, cudaMemcpyDeviceToDevice, s));
-		memcpy((char *)hB[it % 3] + off_d, (const char *)hY + off_s, n1);
-		// large, aligned, shrinking
-		size_t n2 = (size_t)(NY - it) * 4;
-		CK(cudaMemcpyAsync(B[(it + 1) % 3], Y, n2, cudaMemcpyDeviceToDevice, s));
-		memcpy(hB[(it + 1) % 3], hY, n2);
+		CK(cudaMemcpyAsync((char *)B[it % 3] + it % 7, (const char *)Y + it % 5, 1000 + (size_t)it * 13,
+				   cudaMemcpyDeviceToDevice, s));
+		CK(cudaMemcpyAsync(B[(it + 1) % 3], Y, (size_t)(NY - it) * 4, cudaMemcpyDeviceToDevice, s));
 		kmix<<<blocks(NY, TB), TB, 0, s>>>(Y, B[(it + 2) % 3], NY);
 		CKL();
-		{
-			static uint32_t t[NY];
-			memcpy(t, hY, sizeof t);
-			for (int i = 0; i < NY; i++)
-				t[i] ^= hB[(it + 2) % 3][(i * 7) & (NY - 1)];
-			memcpy(hY, t, sizeof t);
-		}
 		CK(cudaStreamSynchronize(s));
+	}
+	// The same steps on the host, once the device's are done.
+	static uint32_t t[NY];
+	for (int it = 0; it < ITERS; it++) {
+		for (int k = 0; k < K; k++)
+			for (int i = 0; i < NY; i++)
+				hY[i] = hY[i] * 3u + (uint32_t)it * 7u + (uint32_t)k;
+		memcpy((char *)hB[it % 3] + it % 7, (const char *)hY + it % 5, 1000 + (size_t)it * 13);
+		memcpy(hB[(it + 1) % 3], hY, (size_t)(NY - it) * 4);
+		for (int i = 0; i < NY; i++)
+			t[i] = hY[i] ^ hB[(it + 2) % 3][(i * 7) & (NY - 1)];
+		memcpy(hY, t, sizeof t);
 	}
 	CK(cudaMemcpy(got, Y, sizeof got, cudaMemcpyDeviceToHost));
 	expect_u32("Y", ITERS, got, hY, NY);
