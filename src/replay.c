@@ -218,7 +218,8 @@ static void cg_copy_args_of(const struct cg_op *op, struct cg_copy_args *a)
 }
 
 /* Copy op as cgraft's copy kernel: its node's parameters, a and argv with them. */
-static void cg_copy_knode(const struct cg_op *op, struct cg_copy_args *a, void **argv, CUDA_KERNEL_NODE_PARAMS *p)
+static void cg_copy_knode(const struct cg_op *op, struct cg_copy_args *a, void **argv,
+			  CUDA_KERNEL_NODE_PARAMS *p)
 {
 	cg_copy_args_of(op, a);
 	argv[0] = a;
@@ -540,7 +541,8 @@ static int cg_update_node(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 			void *argv[1];
 			CUDA_KERNEL_NODE_PARAMS p;
 			cg_copy_knode(op, &a, argv, &p);
-			rc = cg_copy_overlaps(op) ? CUDA_ERROR_NOT_SUPPORTED : CG_BK(exec_set_kernel, v->exec, g->node[i], &p);
+			rc = cg_copy_overlaps(op) ? CUDA_ERROR_NOT_SUPPORTED
+						  : CG_BK(exec_set_kernel, v->exec, g->node[i], &p);
 		} else {
 			CUDA_MEMCPY3D d;
 			cg_copy_desc(op, cg_copy_source(g, i, op, v->stage), cg_copy_dest(g, op), &d);
