@@ -49,7 +49,7 @@ CUkernel cg_upd_kernel(int c)
 CUkernel cg_copy_kernel(void)
 {
 	pthread_once(&cg_upd_once, cg_upd_load);
-	return cg_upd_k[0] ? cg_copy_k : NULL;
+	return cg_copy_k; /* set only where the updaters are */
 }
 
 /* Whether w bytes (8 but at a parameter's end) are the same: a word's

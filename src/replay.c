@@ -537,12 +537,13 @@ static int cg_update_node(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 	}
 	case CG_OP_COPY: {
 		if (g->copyk && g->copyk[i]) {
+			/* Overlapping ranges were sent to a copy node before (cg_pick_updated). */
 			struct cg_copy_args a;
 			void *argv[1];
 			CUDA_KERNEL_NODE_PARAMS p;
 			cg_copy_knode(op, &a, argv, &p);
-			rc = cg_copy_overlaps(op) ? CUDA_ERROR_NOT_SUPPORTED
-						  : CG_BK(exec_set_kernel, v->exec, g->node[i], &p);
+			if (!cg_copy_overlaps(op))
+				rc = CG_BK(exec_set_kernel, v->exec, g->node[i], &p);
 		} else {
 			CUDA_MEMCPY3D d;
 			cg_copy_desc(op, cg_copy_source(g, i, op, v->stage), cg_copy_dest(g, op), &d);
@@ -932,19 +933,25 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
 		/* The bytes that take the node from was to o, and its grid where that changes. */
 		struct cg_copy_args ca, cb;
 		uint32_t cgrid[3] = { 0, 1, 1 };
-		const uint8_t *pa = was->u.k.params, *pb = o->u.k.params;
-		const struct cg_kinfo *ki = o->flags & CG_F_PACKED ? NULL : o->u.k.ki;
-		size_t nb = o->nbytes;
-		const uint32_t *grid = memcmp(was->u.k.grid, o->u.k.grid, sizeof o->u.k.grid) ? o->u.k.grid : NULL;
+		const uint8_t *pa, *pb;
+		const struct cg_kinfo *ki = NULL;
+		const uint32_t *grid = NULL;
+		size_t nb;
 		if (copyk) {
 			cg_copy_args_of(was, &ca);
 			cg_copy_args_of(o, &cb);
 			pa = (const uint8_t *)&ca;
 			pb = (const uint8_t *)&cb;
-			ki = NULL;
 			nb = sizeof cb;
 			cgrid[0] = cg_copy_grid(cb.n);
 			grid = cgrid[0] != cg_copy_grid(ca.n) ? cgrid : NULL;
+		} else {
+			pa = was->u.k.params;
+			pb = o->u.k.params;
+			ki = o->flags & CG_F_PACKED ? NULL : o->u.k.ki;
+			nb = o->nbytes;
+			if (memcmp(was->u.k.grid, o->u.k.grid, sizeof o->u.k.grid))
+				grid = o->u.k.grid;
 		}
 		while (cg_upd_add(g->ub[k], g->devnode[i], pa, pb, ki, nb, grid)) {
 			if (!g->ub[k]->nrec || k + 1 == g->nupd || cg_upd_scratch(g, k + 1)) {

@@ -24,6 +24,13 @@ static int g_fail = 0;
     if (g_fail++ >= 10) return;
     va_list ap; va_start(ap, fmt); vprintf(fmt, ap); va_end(ap); printf("\n");
 }
+// One iteration's row of ACC against the host's: the first difference
+// reported, every word in the digest.
+[[maybe_unused]] static void check_acc(int it, const unsigned *got, const unsigned *want, int n) {
+    for (int j = 0; j < n; ++j)
+        if (got[j] != want[j]) { failf("iter %d: ACC[%d] = %08x, want %08x", it, j, got[j], want[j]); break; }
+    for (int j = 0; j < n; ++j) mix(got[j]);
+}
 [[maybe_unused]] static int finish(const char *name) {
     printf("RESULT %s checksum=%016llx %s\n", name, (unsigned long long)g_hash, g_fail ? "FAIL" : "ok");
     return g_fail ? 1 : 0;

@@ -117,9 +117,7 @@ int main() {
             rs = rs * 31u + acc[j];
         }
         const unsigned *got = ring + (size_t)i * N;
-        for (int j = 0; j < N; ++j)
-            if (got[j] != acc[j]) { failf("iter %d: ACC[%d] = %08x, want %08x", i, j, got[j], acc[j]); break; }
-        for (int j = 0; j < N; ++j) mix(got[j]);
+        check_acc(i, got, acc.data(), N);
         if (ctx[i].sum != rs) failf("iter %d: host function saw sum %08x of the copied result, want %08x", i, ctx[i].sum, rs);
         mix(ctx[i].sum);
     }

@@ -226,9 +226,7 @@ int main() {
 
     for (int i = 0; i < ITERS; ++i) {
         const unsigned *got = ring + (size_t)i * N, *want = &ref[(size_t)i * N];
-        for (int j = 0; j < N; ++j)
-            if (got[j] != want[j]) { failf("iter %d: ACC[%d] = %08x, want %08x", i, j, got[j], want[j]); break; }
-        for (int j = 0; j < N; ++j) mix(got[j]);
+        check_acc(i, got, want, N);
     }
     CK(cudaStreamDestroy(s));
     CK(cudaFreeHost(ring));

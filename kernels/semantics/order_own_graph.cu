@@ -140,9 +140,7 @@ int main() {
             acc[j] = acc[j] + w * 5u;
         }
         const unsigned *got = ring + (size_t)i * N;
-        for (int j = 0; j < N; ++j)
-            if (got[j] != acc[j]) { failf("iter %d: ACC[%d] = %08x, want %08x", i, j, got[j], acc[j]); break; }
-        for (int j = 0; j < N; ++j) mix(got[j]);
+        check_acc(i, got, acc.data(), N);
     }
 
     CK(cudaGraphExecDestroy(Gx));
