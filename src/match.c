@@ -346,6 +346,7 @@ void cg_tmpl_backoff(struct cg_tmpl *t, enum cg_reason why, uint64_t segno)
 	t->diverged = 0;
 	t->replays = 0;
 	t->replay_ns = 0; /* the next round samples afresh */
+	t->rebuilt = 0;
 	if (t->rounds > 3) {
 		t->state = CG_T_DEAD;
 		cg_log(CG_LOG_INFO, CG_FAULT_NONE, "a %zu-op stretch stays eager for good (%s)", t->n,
@@ -383,10 +384,12 @@ int cg_tmpl_wants_timing(const struct cg_tmpl *t)
 void cg_tmpl_note_replay(struct cg_tmpl *t, uint64_t ns, uint64_t segno, int backoff_slow)
 {
 	/* The first replay also pays for what the first launch of a graph
-	 * and of cgraft's own threads cost once: it is not a sample. */
-	if (ns && t->replays > 0)
+	 * and of cgraft's own threads cost once: it is not a sample, nor is
+	 * one that built its graph again. */
+	if (ns && t->replays > 0 && !t->rebuilt)
 		t->replay_ns = t->replay_ns ? 0.8 * t->replay_ns + 0.2 * (double)ns : (double)ns;
 	t->replays++;
+	t->rebuilt = 0;
 	/* A few samples tell when replay costs far more; more when it is close. */
 	if (backoff_slow && t->eager_ns > 0 &&
 	    ((t->replays >= 8 && t->replay_ns > t->eager_ns) || (t->replays >= 3 && t->replay_ns > 2 * t->eager_ns)))

@@ -19,7 +19,8 @@
  * host, on average over CG_UPD_WINDOW launches, is built again with an
  * updater (devupd.h), as soon as the window's launches so far updated that
  * many (HF's 227-op step changes about 100 nodes a launch: its first
- * launch decides, not its sixteenth). One host update a launch then, and
+ * launch decides, not its sixteenth; the launch that builds it again is not
+ * weighed against eager, tmpl.h). One host update a launch then, and
  * the updater's own kernel on the GPU, which cost more than a few node
  * updates (on the H200, the read-back solver's one node a launch: 1.26 of
  * the hand-written graph's time with an updater from the start, 1.09
@@ -1128,6 +1129,10 @@ static int cg_graph_launch_due(struct cg_tmpl *t, struct cg_launch *l, const str
 	cg_cost_stop(CG_COST_REBUILD, c0);
 	if (!ng)
 		return cg_graph_launch_ops(t, l, ops, dirty);
+	if (t->rebuilds < CG_UNTIMED_REBUILDS) {
+		t->rebuilds++;
+		t->rebuilt = 1;
+	}
 	uint8_t dirty_new[t->n];
 	for (size_t i = 0; i < t->n; i++)
 		dirty_new[i] = !cg_op_same_values(&ng->var[0].vals[i], &ops[i]);

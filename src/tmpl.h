@@ -29,6 +29,10 @@ struct cg_tmpl {
 	/* It holds NCCL calls: whether it replays must not hang on timing,
 	 * which differs from rank to rank. */
 	uint8_t nccl;
+	/* Its last launch built its graph again (replay.c), which pays what a
+	 * first launch does: not a sample of replay's host time, the first
+	 * CG_UNTIMED_REBUILDS times (more often, rebuilds are replay's cost). */
+	uint8_t rebuilt, rebuilds;
 	struct cg_tmpl *next_piece;      /* a chain: launched after this one */
 	int follows;                     /* a chain's later piece: never starts a match */
 	/* Starts no match either: it replays what a deferral's end leaves
@@ -55,6 +59,8 @@ struct cg_tmpl {
 	} starts[CG_TMPL_STARTS];
 	int nstarts;
 };
+
+#define CG_UNTIMED_REBUILDS 4
 
 /* ---- building blocks ------------------------------------------------------ */
 uint64_t cg_tmpl_key(const struct cg_op *ops, size_t n) CG_HIDDEN;

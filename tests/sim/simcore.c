@@ -922,8 +922,15 @@ static CUresult check_kernel_stream_locked(CUstream s, const sim_work *w)
     return (w->kind == SIM_W_KERNEL && s->ctx != c) ? CUDA_ERROR_INVALID_HANDLE : CUDA_SUCCESS;
 }
 
+static void delay_by(atomic_uint *cache, const char *name);
+
+/* SIM_SUBMIT_US: each eager submission costs that much host time more, as
+ * a real launch's microseconds do (tests of the back-off that weighs
+ * replay's host time against eager's). */
 SIM_API CUresult simc_submit(CUstream h, int ptsz, sim_work *w)
 {
+    static atomic_uint delay = UINT_MAX;
+    delay_by(&delay, "SIM_SUBMIT_US");
     CUresult r;
     uint64_t id;
     lock();

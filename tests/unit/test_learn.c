@@ -529,7 +529,16 @@ static void test_backoff_slow(void **state)
 	for (int i = 0; i < 20; i++)
 		cg_tmpl_note_replay(v, 500, 1, 1);
 	assert_int_equal(v->state, CG_T_READY); /* faster */
+	/* A launch that built its graph again is not a sample. */
+	struct cg_tmpl *w = cg_tmpl_new(run.ops, run.n, 1000);
+	for (int i = 0; i < 20; i++) {
+		w->rebuilt = i == 4;
+		cg_tmpl_note_replay(w, i == 4 ? 3000000 : 500, 1, 1);
+	}
+	assert_int_equal(w->state, CG_T_READY);
+	assert_int_equal(w->rebuilt, 0);
 	cg_tmpl_free(u);
+	cg_tmpl_free(w);
 	cg_tmpl_free(v);
 	cg_seg_free(&run);
 }
