@@ -17,10 +17,10 @@
 #define CG_VOLATILE 3 /* unseen values in a row: the node changes at every launch */
 /* A graph whose launches update CG_UPD_WORTH kernel nodes or more from the
  * host, on average over CG_UPD_WINDOW launches, is built again with an
- * updater (devupd.h), as soon as the window's launches so far updated that
- * many (HF's 227-op step changes about 100 nodes a launch: its first
- * launch decides, not its sixteenth; the launch that builds it again is not
- * weighed against eager, tmpl.h). One host update a launch then, and
+ * updater (devupd.h); at once where its first CG_UPD_EARLY launches
+ * updated that many (HF's 227-op step changes about 100 nodes a launch: its
+ * first launch decides, not its sixteenth; the launch that builds it again
+ * is not weighed against eager, tmpl.h). One host update a launch then, and
  * the updater's own kernel on the GPU, which cost more than a few node
  * updates (on the H200, the read-back solver's one node a launch: 1.26 of
  * the hand-written graph's time with an updater from the start, 1.09
@@ -29,6 +29,7 @@
 #define CG_UPD_WORTH 4
 #endif
 #define CG_UPD_WINDOW 16
+#define CG_UPD_EARLY 2
 
 struct cg_variant {
 	CUgraphExec exec;
@@ -1237,10 +1238,13 @@ static int cg_graph_launch_ops(struct cg_tmpl *t, struct cg_launch *l, const str
 	g->epoch_after = l->epoch + 1;
 	g->thread = l->thread;
 	g->launched = 1;
-	/* Decided at the window's end, or as soon as its launches so far
-	 * updated as many as the whole window would need. */
+	/* Decided at the window's end, or at once where its first launches
+	 * updated as many as the whole window would need (a graph launched
+	 * now and then, a few nodes a launch, would pay a rebuild it takes
+	 * long to earn back). */
 	if (!g->nupd && !g->no_upgrade && cg_opt.device_updates &&
-	    (++g->wlaunch == CG_UPD_WINDOW || g->kupd >= CG_UPD_WORTH * CG_UPD_WINDOW)) {
+	    (++g->wlaunch == CG_UPD_WINDOW ||
+	     (g->wlaunch <= CG_UPD_EARLY && g->kupd >= CG_UPD_WORTH * CG_UPD_WINDOW))) {
 		g->upgrade = g->kupd >= CG_UPD_WORTH * CG_UPD_WINDOW;
 		if (g->kupd && !g->upgrade)
 			cg_debug("a graph of %zu ops updated %u kernel nodes from the host in %d launches: no updater",
