@@ -392,6 +392,15 @@ void cg_tmpl_note_replay(struct cg_tmpl *t, uint64_t ns, uint64_t segno, int bac
 	t->rebuilt = 0;
 	/* A few samples tell when replay costs far more; more when it is close. */
 	if (backoff_slow && t->eager_ns > 0 &&
-	    ((t->replays >= 8 && t->replay_ns > t->eager_ns) || (t->replays >= 3 && t->replay_ns > 2 * t->eager_ns)))
+	    ((t->replays >= 8 && t->replay_ns > t->eager_ns) || (t->replays >= 3 && t->replay_ns > 2 * t->eager_ns))) {
+		/* Updates from the host may be what costs: an updater first
+		 * (once), then sampled afresh. */
+		if (t->host_updates && !t->updater_asked) {
+			t->updater_asked = t->want_updater = 1;
+			t->replays = 1;
+			t->replay_ns = 0;
+			return;
+		}
 		cg_tmpl_backoff(t, CG_WHY_BACKOFF_SLOW, segno);
+	}
 }

@@ -85,7 +85,7 @@ struct cg_graph {
 	/* Without one: kernel nodes updated from the host over the last
 	 * launches, counted in windows of CG_UPD_WINDOW launches; upgrade: the
 	 * next launch builds the graph again with an updater. */
-	unsigned kupd, wlaunch;
+	unsigned kupd, wlaunch, kupd_last;
 	int upgrade;
 	/* With them: the next launch builds the graph again at once, with twice
 	 * as many where a launch's changes exceeded them (grow) and
@@ -1169,6 +1169,12 @@ int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l)
 			dirty_all[i] = !cg_op_same_values(&p->vals[i], &l->ops[i]);
 		dirty = dirty_all;
 	}
+	if (cg_unlikely(t->want_updater)) {
+		t->want_updater = 0;
+		g->upgrade = !g->nupd && !g->no_upgrade;
+		cg_debug("a %zu-op graph updating kernel nodes from the host replays slower than eager: built again "
+			 "with an updater before it is judged", t->n);
+	}
 	if (cg_likely(!g->upgrade && !g->downgrade)) {
 		int rc = cg_graph_launch_ops(t, l, l->ops, dirty);
 		if (!rc || !(t->g->downgrade || t->g->upgrade))
@@ -1249,8 +1255,11 @@ static int cg_graph_launch_ops(struct cg_tmpl *t, struct cg_launch *l, const str
 		if (g->kupd && !g->upgrade)
 			cg_debug("a graph of %zu ops updated %u kernel nodes from the host in %d launches: no updater",
 				 t->n, g->kupd, CG_UPD_WINDOW);
+		g->kupd_last = g->kupd;
 		g->wlaunch = g->kupd = 0;
 	}
+	t->host_updates = !g->nupd && !g->no_upgrade && !g->upgrade && cg_opt.device_updates && (g->kupd || g->kupd_last);
 	cg_stat_add(graph_launches, 1);
 	return 0;
 }
+

@@ -33,6 +33,10 @@ struct cg_tmpl {
 	 * first launch does: not a sample of replay's host time, the first
 	 * CG_UNTIMED_REBUILDS times (more often, rebuilds are replay's cost). */
 	uint8_t rebuilt, rebuilds;
+	/* Its graph updates kernel nodes from the host and could take an
+	 * updater (replay.c); the back-off asked for one once, rather than
+	 * judge it slower than eager (want_updater: at its next launch). */
+	uint8_t host_updates, updater_asked, want_updater;
 	struct cg_tmpl *next_piece;      /* a chain: launched after this one */
 	int follows;                     /* a chain's later piece: never starts a match */
 	/* Starts no match either: it replays what a deferral's end leaves

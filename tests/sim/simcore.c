@@ -3012,6 +3012,8 @@ static int simc_exec_update_refused_locked(struct CUgraphExec_st *x)
  * reach back into submitted work. */
 SIM_API CUresult simc_exec_set(CUgraphExec e, CUgraphNode node, int kind, sim_work *w)
 {
+    static atomic_uint delay = UINT_MAX;
+    delay_by(&delay, "SIM_EXEC_SET_US"); /* a node's update costs that much host time */
     CUresult r = CUDA_SUCCESS;
     lock();
     struct CUgraphExec_st *x = exec_find_locked(e);
