@@ -51,16 +51,30 @@ struct cg_copy_args {
 	unsigned long long n;
 };
 
+/* The first n / sizeof(W) words of a; returns the bytes they hold. */
+template <typename W>
+__device__ unsigned long long cg_copy_words(const cg_copy_args &a, unsigned long long i, unsigned long long step)
+{
+	unsigned long long w = a.n / sizeof(W);
+	for (unsigned long long k = i; k < w; k += step)
+		((W *)a.dst)[k] = ((const W *)a.src)[k];
+	return w * sizeof(W);
+}
+
+/* Words of the widest size both addresses lie on, then the bytes left. */
 extern "C" __global__ void cg_copy(const __grid_constant__ cg_copy_args a)
 {
 	unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x;
 	unsigned long long step = (unsigned long long)gridDim.x * blockDim.x, done = 0;
-	if (!(((unsigned long long)a.dst | (unsigned long long)a.src) & 15)) {
-		unsigned long long w = a.n / 16;
-		for (unsigned long long k = i; k < w; k += step)
-			((uint4 *)a.dst)[k] = ((const uint4 *)a.src)[k];
-		done = w * 16;
-	}
+	unsigned long long al = (unsigned long long)a.dst | (unsigned long long)a.src;
+	if (!(al & 15))
+		done = cg_copy_words<uint4>(a, i, step);
+	else if (!(al & 7))
+		done = cg_copy_words<unsigned long long>(a, i, step);
+	else if (!(al & 3))
+		done = cg_copy_words<unsigned int>(a, i, step);
+	else if (!(al & 1))
+		done = cg_copy_words<unsigned short>(a, i, step);
 	for (unsigned long long k = done + i; k < a.n; k += step)
 		a.dst[k] = a.src[k];
 }

@@ -4,7 +4,8 @@
 // every iteration, among kernels whose arguments change too (a graph that
 // gets an updater, its copies then kernels of cgraft's): a small copy at odd
 // byte offsets that grows by 13 bytes an iteration, a large aligned one that
-// shrinks by a word, between three buffers in turn. The host repeats every
+// shrinks by a word, one on 8 bytes that grows by 4, between three buffers
+// in turn. The host repeats every
 // step on its own arrays afterwards; every byte is checked at the end.
 constexpr int TB = 256;
 constexpr int NY = 16384; // words
@@ -49,6 +50,8 @@ int main()
 		CK(cudaMemcpyAsync((char *)B[it % 3] + it % 7, (const char *)Y + it % 5, 1000 + (size_t)it * 13,
 				   cudaMemcpyDeviceToDevice, s));
 		CK(cudaMemcpyAsync(B[(it + 1) % 3], Y, (size_t)(NY - it) * 4, cudaMemcpyDeviceToDevice, s));
+		CK(cudaMemcpyAsync((char *)B[(it + 2) % 3] + 4096 + 8 * (it % 3), (const char *)Y + 8 + 16 * (it % 4),
+				   2000 + (size_t)it * 4, cudaMemcpyDeviceToDevice, s));
 		kmix<<<blocks(NY, TB), TB, 0, s>>>(Y, B[(it + 2) % 3], NY);
 		CKL();
 		CK(cudaStreamSynchronize(s));
@@ -61,6 +64,8 @@ int main()
 				hY[i] = hY[i] * 3u + (uint32_t)it * 7u + (uint32_t)k;
 		memcpy((char *)hB[it % 3] + it % 7, (const char *)hY + it % 5, 1000 + (size_t)it * 13);
 		memcpy(hB[(it + 1) % 3], hY, (size_t)(NY - it) * 4);
+		memcpy((char *)hB[(it + 2) % 3] + 4096 + 8 * (it % 3), (const char *)hY + 8 + 16 * (it % 4),
+		       2000 + (size_t)it * 4);
 		for (int i = 0; i < NY; i++)
 			t[i] = hY[i] ^ hB[(it + 2) % 3][(i * 7) & (NY - 1)];
 		memcpy(hY, t, sizeof t);
