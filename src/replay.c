@@ -1171,7 +1171,8 @@ int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l)
 	}
 	if (cg_unlikely(t->want_updater)) {
 		t->want_updater = 0;
-		g->upgrade = !g->nupd && !g->no_upgrade;
+		if (!g->nupd && !g->no_upgrade)
+			g->upgrade = 1;
 		cg_debug("a %zu-op graph updating kernel nodes from the host replays slower than eager: built again "
 			 "with an updater before it is judged", t->n);
 	}
