@@ -1259,8 +1259,8 @@ static int cg_graph_launch_ops(struct cg_tmpl *t, struct cg_launch *l, const str
 		g->kupd_last = g->kupd;
 		g->wlaunch = g->kupd = 0;
 	}
-	t->host_updates = !g->nupd && !g->no_upgrade && !g->upgrade && cg_opt.device_updates && (g->kupd || g->kupd_last);
+	t->host_updates = !g->nupd && !g->no_upgrade && !g->upgrade && cg_opt.device_updates &&
+			  (g->kupd || g->kupd_last);
 	cg_stat_add(graph_launches, 1);
 	return 0;
 }
-

@@ -537,8 +537,22 @@ static void test_backoff_slow(void **state)
 	}
 	assert_int_equal(w->state, CG_T_READY);
 	assert_int_equal(w->rebuilt, 0);
+	/* One whose graph updates kernel nodes from the host gets an
+	 * updater first, once; slower still, it backs off. */
+	struct cg_tmpl *x = cg_tmpl_new(run.ops, run.n, 1000);
+	x->host_updates = 1;
+	for (int i = 0; i < 3; i++)
+		cg_tmpl_note_replay(x, 5000, 1, 1);
+	assert_int_equal(x->state, CG_T_READY);
+	assert_int_equal(x->want_updater, 1);
+	assert_int_equal(x->replays, 1); /* sampled afresh */
+	x->want_updater = 0;
+	for (int i = 0; i < 3; i++)
+		cg_tmpl_note_replay(x, 5000, 1, 1);
+	assert_int_equal(x->state, CG_T_BACKOFF);
 	cg_tmpl_free(u);
 	cg_tmpl_free(w);
+	cg_tmpl_free(x);
 	cg_tmpl_free(v);
 	cg_seg_free(&run);
 }
