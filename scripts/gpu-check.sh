@@ -6,7 +6,7 @@
 # Fits in 9 minutes: every step has a time limit and the benchmark gets what is left.
 # GPU_CHECK_ONLY=tests (build, GPU suite, PyTorch, HF decoding, corpus) or bench (build,
 # benchmark, profile) splits it in two calls of up to 9 minutes each; the second
-# reuses the build. GPU_CHECK_SKIP="gpu-tests torch hf profile nccl1 corpus corpus-extra"
+# reuses the build. GPU_CHECK_SKIP="gpu-tests torch hf profile nccl1 libs corpus corpus-extra"
 # leaves steps out (any of them).
 set -u
 
@@ -268,6 +268,42 @@ profile_check() {
     return $rc
 }
 
+# CuPy and JAX loops (scripts/cupy_loop.py, scripts/jax_loop.py), bare and under cgraft:
+# their printed values and digests must be the same bit for bit.
+libs_check() {
+    mkdir -p "$OUT/libs"
+    local L="$OUT/libs" rc=0 ran=0 p rb rg
+    for p in cupy jax; do
+        timeout 90 "$PY" scripts/${p}_loop.py >"$L/$p.bare.out" 2>"$L/$p.bare.err"
+        rb=$?
+        if [ $rb = 77 ]; then
+            echo "$p: not importable or no GPU"
+            continue
+        fi
+        ran=1
+        CGRAFT_STATS="$L/$p.stats.%p.json" LD_PRELOAD=$LIB timeout 90 "$PY" scripts/${p}_loop.py \
+            >"$L/$p.cgraft.out" 2>"$L/$p.cgraft.err"
+        rg=$?
+        if [ $rb != 0 ] || [ $rg != 0 ] || ! cmp -s "$L/$p.bare.out" "$L/$p.cgraft.out"; then
+            echo "FAIL $p: exit $rb bare, $rg under cgraft, or outputs differ (see $L)"
+            rc=1
+            continue
+        fi
+        echo "$p identical: $("$PY" - "$L" "$p" <<'EOF2'
+import glob, json, sys
+rep = tot = 0
+for f in glob.glob(f"{sys.argv[1]}/{sys.argv[2]}.stats.*.json"):
+    d = json.load(open(f))
+    rep += d.get("ops_replayed", 0)
+    tot += d.get("ops_total", 0)
+print(f"{rep}/{tot} ops replayed" + (f" ({100 * rep / tot:.1f}%)" if tot else ""))
+EOF2
+)"
+    done
+    [ $ran = 0 ] && echo "SKIP neither CuPy nor JAX importable with a GPU"
+    return $rc
+}
+
 # NCCL inside graphs on the one GPU there is: DistributedDataParallel over a process group
 # of one rank, bare and under cgraft with CGRAFT_NCCL=1 (and without it).
 nccl1_check() {
@@ -390,7 +426,7 @@ elif [ $build_ok = 1 ]; then
         record torch-losses FAIL $(( $(date +%s) - t )) "$(grep -h '^FAIL' "$OUT/torch.log" | cut -c6- | tr '\n' ' ')"
     fi
     note "torch check done"
-    for extra in profile nccl1; do
+    for extra in profile nccl1 libs; do
         skipped $extra && continue
         t_x=$(date +%s)
         ${extra}_check >"$OUT/$extra.log" 2>&1

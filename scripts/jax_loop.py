@@ -1,0 +1,52 @@
+#!/usr/bin/env python3
+"""A JAX loop of one small jitted step, results read back now and then: XLA
+runs its own executables (and may use CUDA graphs of its own). Prints values
+to compare bare and under cgraft (bit for bit: hex floats and a digest of the
+final arrays).
+
+    python3 scripts/jax_loop.py [--iters N] [--n ELEMENTS]
+Exits 77 where JAX or a GPU is missing."""
+import argparse
+import hashlib
+import os
+import sys
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--iters", type=int, default=400)
+    ap.add_argument("--n", type=int, default=1 << 14)
+    a = ap.parse_args()
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    try:
+        import jax
+        import jax.numpy as jnp
+        import numpy as np
+        if not any(d.platform == "gpu" for d in jax.devices()):
+            raise RuntimeError("no GPU device")
+    except Exception as e:
+        print(f"jax_loop: {e}", file=sys.stderr)
+        return 77
+
+    @jax.jit
+    def step(x, y, w, it):
+        y = y * 0.9 + jnp.sin(x + it) * 0.1
+        x = x + y[::-1] * 0.01
+        m = x[: 64 * 8].reshape(64, 8) @ w
+        x = x.at[:64].add(m[:, 0] * 1e-3)
+        return x, y, jnp.abs(m).max()
+
+    x = jnp.arange(a.n, dtype=jnp.float32) / 1000
+    y = jnp.zeros_like(x)
+    w = jnp.linspace(-1, 1, 64, dtype=jnp.float32).reshape(8, 8)
+    for it in range(a.iters):
+        x, y, mm = step(x, y, w, jnp.float32(it))
+        if it % 50 == 0:
+            print(it, float(y.sum()).hex(), float(mm).hex())
+    digest = hashlib.sha256(np.asarray(x).tobytes() + np.asarray(y).tobytes()).hexdigest()
+    print("digest", digest)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
