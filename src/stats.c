@@ -221,8 +221,12 @@ void cg_stats_write_report(FILE *f)
 		if (n)
 			fprintf(f, "cgraft:   eager because %s: %llu\n", cg_reason_names[i], n);
 	}
-	if (LD(fallbacks[CG_WHY_UNSUPPORTED_API])) {
-		fprintf(f, "cgraft:   calls cgraft does not model that ended segments most:\n");
+	unsigned long long ended = 0;
+	for (int i = 0; i < CG_E_COUNT; i++)
+		ended += LD(boundaries[i]);
+	if (ended) {
+		/* Not modelled, or refused as a node for a reason above. */
+		fprintf(f, "cgraft:   calls that ended segments most (not modelled, or not taken for a reason above):\n");
 		cg_report_top(f, cg_stats.boundaries, 0, NULL);
 	}
 	unsigned long long calls = 0;
