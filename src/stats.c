@@ -225,7 +225,6 @@ void cg_stats_write_report(FILE *f)
 	for (int i = 0; i < CG_E_COUNT; i++)
 		ended += LD(boundaries[i]);
 	if (ended) {
-		/* Not modelled, or refused as a node for a reason above. */
 		fprintf(f, "cgraft:   calls that ended segments most (not modelled, or not taken for a reason above):\n");
 		cg_report_top(f, cg_stats.boundaries, 0, NULL);
 	}
