@@ -4,8 +4,10 @@ runs its own executables (and may use CUDA graphs of its own). Prints values
 to compare bare and under cgraft (bit for bit: hex floats and a digest of the
 final arrays).
 
-    python3 scripts/jax_loop.py [--iters N] [--n ELEMENTS]
-Exits 77 where JAX or a GPU is missing."""
+    python3 scripts/jax_loop.py [--iters N] [--n ELEMENTS] [--ab ROUNDS]
+--ab (under cgraft): after the loop, ROUNDS pairs of blocks of the same step
+with cgraft switched off and on (cgraft_set_enabled) in one process; the
+median ratio goes to stderr. Exits 77 where JAX or a GPU is missing."""
 import argparse
 import hashlib
 import os
@@ -16,6 +18,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=400)
     ap.add_argument("--n", type=int, default=1 << 14)
+    ap.add_argument("--ab", type=int, default=0, metavar="ROUNDS")
     a = ap.parse_args()
     os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
     try:
@@ -45,7 +48,37 @@ def main():
             print(it, float(y.sum()).hex(), float(mm).hex())
     digest = hashlib.sha256(np.asarray(x).tobytes() + np.asarray(y).tobytes()).hexdigest()
     print("digest", digest)
+    if a.ab:
+        ab(a.ab, step, x, y, w)
     return 0
+
+
+def ab(rounds, step, x, y, w, block=100):
+    """Blocks of the step with cgraft off and on, alternated in one process."""
+    import ctypes
+    import statistics
+    import time
+    import jax.numpy as jnp
+    try:
+        set_enabled = ctypes.CDLL(None).cgraft_set_enabled
+    except AttributeError:
+        print("jax_loop: --ab needs cgraft preloaded", file=sys.stderr)
+        return
+    set_enabled.argtypes = [ctypes.c_int]
+    times = {0: [], 1: []}
+    for r in range(rounds + 1):
+        for on in (0, 1):
+            set_enabled(on)
+            t0 = time.perf_counter()
+            for it in range(block):
+                x, y, mm = step(x, y, w, jnp.float32(it))
+            mm.block_until_ready()
+            if r:  # the first pair warms both up
+                times[on].append(time.perf_counter() - t0)
+    set_enabled(1)
+    off, on = statistics.median(times[0]), statistics.median(times[1])
+    print(f"jax_loop: AB median per step off {off / block * 1e6:.1f} us, on {on / block * 1e6:.1f} us, "
+          f"speed-up {off / on:.3f} over {rounds} rounds", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "log.h"
 #include "op.h"
 
 struct cg_range {
@@ -132,12 +133,33 @@ static int cg_word_host(uint64_t w, const void *c)
 	return (cg_hm_filter[bit / 64] >> (bit % 64) & 1) && cg_in_ranges((uintptr_t)w);
 }
 
+/* For the debug log: the word that hit, and the range it lies in. */
+static int cg_word_host_note(uint64_t w, const void *c)
+{
+	if (!cg_word_host(w, NULL))
+		return 0;
+	uintptr_t *out = (uintptr_t *)c;
+	out[0] = (uintptr_t)w;
+	for (size_t i = 0; i < cg_hm_n; i++)
+		if (w >= cg_hm[i].lo && w < cg_hm[i].hi)
+			out[1] = cg_hm[i].lo, out[2] = cg_hm[i].hi - cg_hm[i].lo;
+	return 1;
+}
+
 int cg_hostmem_hit(const struct cg_op *op)
 {
 	if (op->kind != CG_OP_KERNEL || !atomic_load_explicit(&cg_hm_any, memory_order_relaxed))
 		return 0;
 	pthread_rwlock_rdlock(&cg_hm_lock);
 	int hit = cg_each_word(op, cg_word_host, NULL);
+	if (hit && cg_unlikely(cg_log_level >= CG_LOG_DEBUG)) {
+		uintptr_t at[3] = { 0 };
+		char what[200];
+		cg_each_word(op, cg_word_host_note, at);
+		cg_op_describe(what, sizeof what, op);
+		cg_debug("%s is given %#lx, in host memory [%#lx, +%lu): it runs eagerly", what, (unsigned long)at[0],
+			 (unsigned long)at[1], (unsigned long)at[2]);
+	}
 	pthread_rwlock_unlock(&cg_hm_lock);
 	return hit;
 }

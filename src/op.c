@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "log.h"
 #include "op.h"
 #include "options.h"
 
@@ -224,8 +225,12 @@ static enum cg_mem cg_mem_type(const void *p)
 	unsigned type = 0, managed = 0;
 	int ord = -1;
 	void *data[3] = { &type, &managed, &ord };
-	if (!p || CG_BK(pointer_attrs, 3, at, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
+	if (!p || CG_BK(pointer_attrs, 3, at, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS) {
+		cg_debug("address %p: CUDA gives no attributes, it stays eager", p);
 		return CG_MEM_OTHER;
+	}
+	if (managed || (type != 0 && type != CU_MEMORYTYPE_HOST && type != CU_MEMORYTYPE_DEVICE))
+		cg_debug("address %p: memory type %u%s: it stays eager", p, type, managed ? ", managed" : "");
 	if (managed)
 		return CG_MEM_OTHER;
 	switch (type) {
@@ -235,8 +240,11 @@ static enum cg_mem cg_mem_type(const void *p)
 		return CG_MEM_HOST;
 	case CU_MEMORYTYPE_DEVICE: {
 		CUdevice dev;
-		if (ord >= 0 && CG_BK(ctx_get_device, &dev) == CUDA_SUCCESS && dev != ord)
+		if (ord >= 0 && CG_BK(ctx_get_device, &dev) == CUDA_SUCCESS && dev != ord) {
+			cg_debug("address %p: memory of device %d, not the current device %d: it stays eager", p, ord,
+				 (int)dev);
 			return CG_MEM_OTHER;
+		}
 		return CG_MEM_DEVICE;
 	}
 	default:
