@@ -470,3 +470,41 @@ void cg_pre_cuMemFree_v2(int entry, int pt, CUdeviceptr p)
 	(void)pt;
 	cg_freed(entry, (const void *)(uintptr_t)p, 0);
 }
+
+/* A free in stream order, or an unmap: not held, so it ends the segment as
+ * a call not modelled does; then what names the memory goes, as after a
+ * free (n: the range, where the call says it). */
+static void cg_freed_unheld(int entry, const void *p, size_t n)
+{
+	if (cg_on())
+		cg_engine_boundary(entry, CG_K_BND, CG_WHY_UNSUPPORTED_API);
+	if (!p)
+		return;
+	size_t noted = 0;
+	int host = cg_hostmem_remove(p, &noted);
+	cg_engine_memory_freed(p, host ? noted : n, host);
+}
+
+void cg_pre_rt_free_async(int entry, int pt, void *p, cudaStream_t s)
+{
+	(void)pt, (void)s;
+	cg_freed_unheld(entry, p, 0);
+}
+
+void cg_pre_cuMemFreeAsync(int entry, int pt, CUdeviceptr p, CUstream s)
+{
+	(void)pt, (void)s;
+	cg_freed_unheld(entry, (const void *)(uintptr_t)p, 0);
+}
+
+void cg_pre_cuMemUnmap(int entry, int pt, CUdeviceptr p, size_t n)
+{
+	(void)pt;
+	cg_freed_unheld(entry, (const void *)(uintptr_t)p, n ? n : 1);
+}
+
+void cg_pre_cuMemAddressFree(int entry, int pt, CUdeviceptr p, size_t n)
+{
+	(void)pt;
+	cg_freed_unheld(entry, (const void *)(uintptr_t)p, n ? n : 1);
+}

@@ -107,5 +107,15 @@ CG_PRE(cuMemFreeHost, void *p);
 #define cg_post_cuMemFreeHost CG_NOTHING
 CG_PRE(cuMemFree_v2, CUdeviceptr p);
 #define cg_post_cuMemFree_v2 CG_NOTHING
+/* Frees in stream order and unmapped virtual memory: held work goes out
+ * first (not modelled), and what names that memory is forgotten. */
+CG_PRE(rt_free_async, void *p, cudaStream_t s);
+#define cg_post_rt_free_async CG_NOTHING
+CG_PRE(cuMemFreeAsync, CUdeviceptr p, CUstream s);
+#define cg_post_cuMemFreeAsync CG_NOTHING
+CG_PRE(cuMemUnmap, CUdeviceptr p, size_t n);
+#define cg_post_cuMemUnmap CG_NOTHING
+CG_PRE(cuMemAddressFree, CUdeviceptr p, size_t n);
+#define cg_post_cuMemAddressFree CG_NOTHING
 
 #endif

@@ -3,7 +3,9 @@
  * only, with a memset and copies on memory that stays (one into pinned
  * memory); and pinned memory no copy names, freed. A free forgets only the
  * graphs whose copies or memsets name the freed allocation: the loop
- * replays. */
+ * replays. With ASYNC_FREE, the scratch memory comes from cudaMallocAsync
+ * and goes back with cudaFreeAsync, which end segments (not held), and the
+ * pieces between them replay. */
 #include "common.h"
 
 enum { N = 512, ITERS = 24 };
@@ -15,14 +17,23 @@ int main(void)
     CK(cudaMalloc((void **)&keep, N * sizeof(float)));
     CK(cudaMallocHost((void **)&hkeep, 64 * sizeof(float)));
     for (int it = 0; it < ITERS; it++) {
+#ifdef ASYNC_FREE
+        CK(cudaMallocAsync((void **)&tmp, N * sizeof(float), s));
+#else
         CK(cudaMalloc((void **)&tmp, N * sizeof(float)));
+#endif
         CK(cudaMemsetAsync(keep, 0, N * sizeof(float), s));
         CK(cudaMemcpyAsync(keep + N / 4, y, N / 2 * sizeof(float), cudaMemcpyDeviceToDevice, s));
         mix(s, tmp, y, keep, N);
         acc(s, y, tmp, 0.25f, N);
         axpb(s, y, 0.5f, 0.01f, N);
         CK(cudaMemcpyAsync(hkeep, y, 64 * sizeof(float), cudaMemcpyDeviceToHost, s));
+#ifdef ASYNC_FREE
+        CK(cudaFreeAsync(tmp, s));
+        CK(cudaStreamSynchronize(s));
+#else
         CK(cudaFree(tmp));
+#endif
         sum += hkeep[it % 64];
         /* Pinned memory no copy names, freed: the graphs stay too. */
         float *ph;
