@@ -75,10 +75,25 @@ def ab(rounds, step, x, y, w, block=100):
             mm.block_until_ready()
             if r:  # the first pair warms both up
                 times[on].append(time.perf_counter() - t0)
+    # The host time in CUDA calls per step: the eager calls' own (cgraft
+    # off, cgraft_call_time_ns(1)), and the same calls under cgraft timed
+    # whole (cgraft_call_time_ns(2)).
+    call_ns = ctypes.CDLL(None).cgraft_call_time_ns
+    call_ns.argtypes = [ctypes.c_int]
+    call_ns.restype = ctypes.c_ulonglong
+    calls = {}
+    for on, timing in ((0, 1), (1, 2)):
+        set_enabled(on)
+        t0 = call_ns(timing)
+        for it in range(block):
+            x, y, mm = step(x, y, w, jnp.float32(it))
+        mm.block_until_ready()
+        calls[on] = (call_ns(0) - t0) / block / 1e3
     set_enabled(1)
     off, on = statistics.median(times[0]), statistics.median(times[1])
     print(f"jax_loop: AB median per step off {off / block * 1e6:.1f} us, on {on / block * 1e6:.1f} us, "
-          f"speed-up {off / on:.3f} over {rounds} rounds", file=sys.stderr)
+          f"speed-up {off / on:.3f} over {rounds} rounds; calls per step {calls[0]:.1f} us eager, "
+          f"{calls[1]:.1f} us under cgraft", file=sys.stderr)
 
 
 if __name__ == "__main__":
