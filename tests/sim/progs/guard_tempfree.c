@@ -4,8 +4,9 @@
  * memory); and pinned memory no copy names, freed. A free forgets only the
  * graphs whose copies or memsets name the freed allocation: the loop
  * replays. With ASYNC_FREE, the scratch memory comes from cudaMallocAsync
- * and goes back with cudaFreeAsync, which end segments (not held), and the
- * pieces between them replay. */
+ * and goes back with cudaFreeAsync, which ends segments (not held), with a
+ * second allocation in stream order amid the iteration's work (passed
+ * through: the stretch around it replays whole). */
 #include "common.h"
 
 enum { N = 512, ITERS = 24 };
@@ -23,8 +24,17 @@ int main(void)
         CK(cudaMalloc((void **)&tmp, N * sizeof(float)));
 #endif
         CK(cudaMemsetAsync(keep, 0, N * sizeof(float), s));
+#ifdef ASYNC_FREE
+        float *tmp2;
+        CK(cudaMallocAsync((void **)&tmp2, N * sizeof(float), s));
+#endif
         CK(cudaMemcpyAsync(keep + N / 4, y, N / 2 * sizeof(float), cudaMemcpyDeviceToDevice, s));
         mix(s, tmp, y, keep, N);
+#ifdef ASYNC_FREE
+        mix(s, tmp2, tmp, y, N);
+        acc(s, y, tmp2, 0.125f, N);
+        CK(cudaFreeAsync(tmp2, s));
+#endif
         acc(s, y, tmp, 0.25f, N);
         axpb(s, y, 0.5f, 0.01f, N);
         CK(cudaMemcpyAsync(hkeep, y, 64 * sizeof(float), cudaMemcpyDeviceToHost, s));
