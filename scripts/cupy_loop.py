@@ -4,8 +4,9 @@ then: CuPy compiles its kernels with NVRTC and launches them through the
 driver, with its own memory pool. Prints values to compare bare and under
 cgraft (bit for bit: hex floats and a digest of the final arrays).
 
-    python3 scripts/cupy_loop.py [--iters N] [--n ELEMENTS]
-Exits 77 where CuPy or a GPU is missing."""
+    python3 scripts/cupy_loop.py [--iters N] [--n ELEMENTS] [--async-pool]
+--async-pool: CuPy's MemoryAsyncPool (allocations and frees in stream order)
+instead of its own pool. Exits 77 where CuPy or a GPU is missing."""
 import argparse
 import hashlib
 import sys
@@ -15,10 +16,13 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--iters", type=int, default=400)
     ap.add_argument("--n", type=int, default=1 << 14)
+    ap.add_argument("--async-pool", action="store_true")
     a = ap.parse_args()
     try:
         import cupy as cp
         cp.cuda.runtime.getDeviceCount()
+        if a.async_pool:
+            cp.cuda.set_allocator(cp.cuda.MemoryAsyncPool().malloc)
     except Exception as e:  # no CuPy, no driver, no device
         print(f"cupy_loop: {e}", file=sys.stderr)
         return 77

@@ -268,21 +268,24 @@ profile_check() {
     return $rc
 }
 
-# CuPy and JAX loops (scripts/cupy_loop.py, scripts/jax_loop.py), bare and under cgraft:
-# their printed values and digests must be the same bit for bit.
+# CuPy and JAX loops (scripts/cupy_loop.py, scripts/jax_loop.py; CuPy also with its
+# stream-ordered pool), bare and under cgraft: their printed values and digests must be
+# the same bit for bit.
 libs_check() {
     mkdir -p "$OUT/libs"
-    local L="$OUT/libs" rc=0 ran=0 p rb rg
-    for p in cupy jax; do
-        timeout 90 "$PY" scripts/${p}_loop.py >"$L/$p.bare.out" 2>"$L/$p.bare.err"
+    local L="$OUT/libs" rc=0 ran=0 p rb rg args
+    for p in cupy cupy-async jax; do
+        args=()
+        [ $p = cupy-async ] && args=(--async-pool)
+        timeout 90 "$PY" scripts/${p%-async}_loop.py "${args[@]}" >"$L/$p.bare.out" 2>"$L/$p.bare.err"
         rb=$?
         if [ $rb = 77 ]; then
             echo "$p: not importable or no GPU"
             continue
         fi
         ran=1
-        CGRAFT_STATS="$L/$p.stats.%p.json" LD_PRELOAD=$LIB timeout 90 "$PY" scripts/${p}_loop.py \
-            >"$L/$p.cgraft.out" 2>"$L/$p.cgraft.err"
+        CGRAFT_STATS="$L/$p.stats.%p.json" LD_PRELOAD=$LIB timeout 90 "$PY" scripts/${p%-async}_loop.py \
+            "${args[@]}" >"$L/$p.cgraft.out" 2>"$L/$p.cgraft.err"
         rg=$?
         if [ $rb != 0 ] || [ $rg != 0 ] || ! cmp -s "$L/$p.bare.out" "$L/$p.cgraft.out"; then
             echo "FAIL $p: exit $rb bare, $rg under cgraft, or outputs differ (see $L)"

@@ -384,34 +384,16 @@ CG_NOTE_ALLOC(cuMemAllocManaged, CUdeviceptr *, size_t n, unsigned int flags)
 		cg_host_memory((void *)(uintptr_t)*p, n);
 }
 
-static void cg_pool_pre(int entry)
-{
-	if (cg_on())
-		cg_engine_boundary(entry, CG_K_BND, CG_WHY_UNSUPPORTED_API);
-}
-
 static void cg_pool_post(int rc, const void *p, size_t n)
 {
 	if (rc == 0 && cg_mem_is_host(p))
 		cg_host_memory(p, n);
 }
 
-void cg_pre_rt_malloc_from_pool(int entry, int pt, void **p, size_t n, cudaMemPool_t pool, cudaStream_t s)
-{
-	(void)pt, (void)p, (void)n, (void)pool, (void)s;
-	cg_pool_pre(entry);
-}
-
 void cg_post_rt_malloc_from_pool(int entry, int pt, int rc, void **p, size_t n, cudaMemPool_t pool, cudaStream_t s)
 {
 	(void)entry, (void)pt, (void)pool, (void)s;
 	cg_pool_post(rc, rc == 0 ? *p : NULL, n);
-}
-
-void cg_pre_cuMemAllocFromPoolAsync(int entry, int pt, CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s)
-{
-	(void)pt, (void)p, (void)n, (void)pool, (void)s;
-	cg_pool_pre(entry);
 }
 
 void cg_post_cuMemAllocFromPoolAsync(int entry, int pt, int rc, CUdeviceptr *p, size_t n, CUmemoryPool pool,

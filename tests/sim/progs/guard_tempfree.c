@@ -6,7 +6,8 @@
  * replays. With ASYNC_FREE, the scratch memory comes from cudaMallocAsync
  * and goes back with cudaFreeAsync, which ends segments (not held), with a
  * second allocation in stream order amid the iteration's work (passed
- * through: the stretch around it replays whole). */
+ * through: the stretch around it replays whole); with FROM_POOL as well,
+ * that one from a pool of the program's. */
 #include "common.h"
 
 enum { N = 512, ITERS = 24 };
@@ -17,6 +18,14 @@ int main(void)
     cudaStream_t s = start_y_r(&y, &r);
     CK(cudaMalloc((void **)&keep, N * sizeof(float)));
     CK(cudaMallocHost((void **)&hkeep, 64 * sizeof(float)));
+#ifdef FROM_POOL
+    cudaMemPool_t pool;
+    struct cudaMemPoolProps pp;
+    memset(&pp, 0, sizeof pp);
+    pp.allocType = cudaMemAllocationTypePinned;
+    pp.location.type = cudaMemLocationTypeDevice;
+    CK(cudaMemPoolCreate(&pool, &pp));
+#endif
     for (int it = 0; it < ITERS; it++) {
 #ifdef ASYNC_FREE
         CK(cudaMallocAsync((void **)&tmp, N * sizeof(float), s));
@@ -24,7 +33,10 @@ int main(void)
         CK(cudaMalloc((void **)&tmp, N * sizeof(float)));
 #endif
         CK(cudaMemsetAsync(keep, 0, N * sizeof(float), s));
-#ifdef ASYNC_FREE
+#if defined(FROM_POOL)
+        float *tmp2;
+        CK(cudaMallocFromPoolAsync((void **)&tmp2, N * sizeof(float), pool, s));
+#elif defined(ASYNC_FREE)
         float *tmp2;
         CK(cudaMallocAsync((void **)&tmp2, N * sizeof(float), s));
 #endif
