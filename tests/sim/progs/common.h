@@ -171,16 +171,22 @@ static inline void sq(cudaStream_t s, float *y, int n)
     CK(cudaLaunchKernel((const void *)k_sq, d1(grid_for(n)), d1(BLOCK), args, 0, s));
 }
 
-/* A memory pool of pinned host memory (a host-located pool). */
-static inline cudaMemPool_t host_pool(void)
+/* A memory pool of the program's, on the device or in pinned host memory
+ * (a host-located pool). */
+static inline cudaMemPool_t pool_at(enum cudaMemLocationType where)
 {
     cudaMemPool_t pool;
     struct cudaMemPoolProps pp;
     memset(&pp, 0, sizeof pp);
     pp.allocType = cudaMemAllocationTypePinned;
-    pp.location.type = cudaMemLocationTypeHost;
+    pp.location.type = where;
     CK(cudaMemPoolCreate(&pool, &pp));
     return pool;
+}
+
+static inline cudaMemPool_t host_pool(void)
+{
+    return pool_at(cudaMemLocationTypeHost);
 }
 
 /* A solver step that reads its residual back into pageable memory: the

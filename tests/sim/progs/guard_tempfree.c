@@ -19,12 +19,7 @@ int main(void)
     CK(cudaMalloc((void **)&keep, N * sizeof(float)));
     CK(cudaMallocHost((void **)&hkeep, 64 * sizeof(float)));
 #ifdef FROM_POOL
-    cudaMemPool_t pool;
-    struct cudaMemPoolProps pp;
-    memset(&pp, 0, sizeof pp);
-    pp.allocType = cudaMemAllocationTypePinned;
-    pp.location.type = cudaMemLocationTypeDevice;
-    CK(cudaMemPoolCreate(&pool, &pp));
+    cudaMemPool_t pool = pool_at(cudaMemLocationTypeDevice);
 #endif
     for (int it = 0; it < ITERS; it++) {
 #ifdef ASYNC_FREE
