@@ -1020,6 +1020,54 @@ static void test_grid_value(void **state)
 	}
 }
 
+/* A memset in the loop, then a call that frees memory without saying which
+ * (cuMemPoolTrimTo, cudaFreeArray, cuIpcCloseMemHandle): the graph naming
+ * memory is forgotten, its ops run eagerly and are learnt again; a graph of
+ * kernels only, which holds no memory, replays on. */
+static struct cg_op *memset32(struct cg_op *op, CUstream s, uint64_t dst, unsigned n)
+{
+	enum cg_reason why;
+	memset(op, 0, sizeof *op);
+	assert_int_equal(cg_op_from_cuMemsetD32Async(op, 0, &why, dst, 7, n, s), 0);
+	op->entry = CG_E_cuMemsetD32Async;
+	assert_int_equal(cg_op_finish(op, &why), 0);
+	return op;
+}
+
+static int memset_iter(CUstream s, const uint64_t *a)
+{
+	struct cg_op op;
+	int held = call(memset32(&op, s, BUF(7) + 256, 64), 0) == CG_DEFERRED;
+	struct launch l;
+	held += call(launch(&l, 1, s, 1, a[0], 0), 1) == CG_DEFERRED;
+	held += call(launch(&l, 2, s, 1, a[1], 0), 2) == CG_DEFERRED;
+	sync_point();
+	return held;
+}
+
+static void test_unsaid_free_forgets_memory_graphs(void **state)
+{
+	(void)state;
+	CUstream s = UT_STREAM(19), t = UT_STREAM(20);
+	const uint64_t a[] = { BUF(1), BUF(2), BUF(3) };
+	struct iter kernels = { .n = 3, .a = a };
+	for (int i = 0; i < 3; i++) {
+		memset_iter(s, a);
+		run_iter(&kernels, t);
+	}
+	size_t m = fk_mark();
+	assert_int_equal(memset_iter(s, a), 3);
+	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 1);
+	cg_engine_boundary(CG_E_cuMemPoolTrimTo, CG_K_FREE, CG_WHY_UNSUPPORTED_API);
+	m = fk_mark();
+	assert_int_equal(memset_iter(s, a), 0);
+	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 0);
+	assert_int_equal(fk_count(FK_MEMSET_ASYNC, m), 0); /* none held, none sent out later */
+	run_iter(&kernels, t);
+	assert_int_equal(count_res(&kernels, CG_DEFERRED), 3);
+	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1044,6 +1092,7 @@ int main(void)
 		/* mutant guards */
 		cmocka_unit_test_setup(test_context_in_shape, setup),
 		cmocka_unit_test_setup(test_grid_value, setup),
+		cmocka_unit_test_setup(test_unsaid_free_forgets_memory_graphs, setup),
 	};
 	return cmocka_run_group_tests_name("engine", tests, group_setup, NULL);
 }
