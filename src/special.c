@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "backend.h"
+#include "log.h"
 #include "special.h"
 
 static int cg_on(void)
@@ -401,6 +402,24 @@ void cg_post_cuMemAllocFromPoolAsync(int entry, int pt, int rc, CUdeviceptr *p, 
 {
 	(void)entry, (void)pt, (void)pool, (void)s;
 	cg_pool_post(rc, rc == 0 ? (const void *)(uintptr_t)*p : NULL, n);
+}
+
+/* Virtual memory mapped: host memory where the handle's memory is not on a
+ * device, or where the driver does not say. */
+void cg_post_cuMemMap(int entry, int pt, int rc, CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHandle h,
+		      unsigned long long flags)
+{
+	(void)entry, (void)pt, (void)off, (void)flags;
+	if (rc != 0)
+		return;
+	CUmemAllocationProp prop;
+	memset(&prop, 0, sizeof prop);
+	CUresult q = CG_BK(alloc_props, &prop, h);
+	if (q == CUDA_SUCCESS && prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE)
+		return;
+	cg_debug("memory mapped at %#llx (%zu bytes) %s: host memory", (unsigned long long)p, n,
+		 q == CUDA_SUCCESS ? "lives on the host" : "has no properties the driver tells");
+	cg_host_memory((const void *)(uintptr_t)p, n);
 }
 
 /* Frees synchronise: held work goes out, the memory is no longer host

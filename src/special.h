@@ -114,6 +114,10 @@ CG_PRE(rt_free_async, void *p, cudaStream_t s);
 #define cg_post_rt_free_async CG_NOTHING
 CG_PRE(cuMemFreeAsync, CUdeviceptr p, CUstream s);
 #define cg_post_cuMemFreeAsync CG_NOTHING
+/* A mapping passes through as an allocation does; host-located memory is
+ * noted as host memory. */
+#define cg_pre_cuMemMap CG_NOTHING
+CG_POST(cuMemMap, CUdeviceptr p, size_t n, size_t off, CUmemGenericAllocationHandle h, unsigned long long flags);
 CG_PRE(cuMemUnmap, CUdeviceptr p, size_t n);
 #define cg_post_cuMemUnmap CG_NOTHING
 CG_PRE(cuMemAddressFree, CUdeviceptr p, size_t n);

@@ -169,6 +169,9 @@ SIM_API CUresult simc_malloc_async(void **p, size_t n, CUstream s, int ptsz, int
 SIM_API CUresult simc_free_async(void *p, CUstream s, int ptsz);
 SIM_API CUresult simc_host_register(void *p, size_t n, unsigned flags);
 SIM_API CUresult simc_host_unregister(void *p);
+/* Memory of kind SIM_MEM_DEVICE or SIM_MEM_PINNED mapped at [p, p + n), or,
+ * with kind SIM_MEM_PAGEABLE, what was mapped in that range unmapped. */
+SIM_API CUresult simc_mapped(void *p, size_t n, int kind);
 SIM_API int simc_mem_kind(const void *p, int *device);
 /* Fills info (kind SIM_MEM_PAGEABLE when p is in no allocation); returns the kind. */
 SIM_API int simc_mem_query(const void *p, sim_meminfo *info);

@@ -2206,6 +2206,28 @@ SIM_API CUresult simc_host_unregister(void *p)
     return r;
 }
 
+SIM_API CUresult simc_mapped(void *p, size_t n, int kind)
+{
+    CUresult r;
+    if (!p || !n)
+        return CUDA_ERROR_INVALID_VALUE;
+    lock();
+    struct CUctx_st *c = cur_locked(&r);
+    for (size_t i = G.nallocs; c && i-- > 0;) {
+        const sim_alloc *a = &G.allocs[i];
+        if (a->base >= (char *)p && a->base < (char *)p + n) {
+            if (kind == SIM_MEM_PAGEABLE)
+                alloc_forget_locked(a->base);
+            else
+                r = CUDA_ERROR_INVALID_VALUE;
+        }
+    }
+    if (r == CUDA_SUCCESS && kind != SIM_MEM_PAGEABLE)
+        alloc_add_locked(p, n, kind, c, 0);
+    unlock();
+    return r;
+}
+
 SIM_API int simRegisterSymbol(const void *hostVar, size_t size)
 {
     if (!hostVar || !size)

@@ -4,6 +4,8 @@
 /* Exports stay exported even if the parent project builds with -fvisibility=hidden. */
 #pragma GCC visibility push(default)
 #include <dlfcn.h>
+#include <sys/mman.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1141,6 +1143,120 @@ CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t n, CUmemoryPool 
     return alloc_from_pool(dptr, n, pool, s, 1);
 }
 
+/* Virtual memory: a reserved range is address space with nothing behind it;
+ * a handle is memory of its own (a memory file), mapped shared into a range,
+ * where it stays while mapped after its release; where the handle's memory
+ * lives is kept to be told (a host location's is pinned memory). */
+struct sim_vmm {
+    int fd;
+    size_t size;
+    CUmemAllocationProp prop;
+};
+
+enum { SIM_VMM_GRAIN = 4096 };
+
+CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+                                       CUmemAllocationGranularity_flags option)
+{
+    (void)option;
+    if (!granularity || !prop)
+        return CUDA_ERROR_INVALID_VALUE;
+    *granularity = SIM_VMM_GRAIN;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                             unsigned long long flags)
+{
+    (void)alignment, (void)addr, (void)flags;
+    if (!ptr || !size || size % SIM_VMM_GRAIN)
+        return CUDA_ERROR_INVALID_VALUE;
+    void *p = mmap(NULL, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+    if (p == MAP_FAILED)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *ptr = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    if (!ptr || !size || munmap((void *)(uintptr_t)ptr, size))
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
+                     unsigned long long flags)
+{
+    (void)flags;
+    if (!handle || !prop || !size || size % SIM_VMM_GRAIN)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct sim_vmm *v = calloc(1, sizeof *v);
+    if (!v)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    v->fd = memfd_create("sim-vmm", MFD_CLOEXEC);
+    if (v->fd < 0 || ftruncate(v->fd, (off_t)size)) {
+        if (v->fd >= 0)
+            close(v->fd);
+        free(v);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    v->size = size;
+    v->prop = *prop;
+    *handle = (CUmemGenericAllocationHandle)(uintptr_t)v;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    struct sim_vmm *v = (struct sim_vmm *)(uintptr_t)handle;
+    if (!v)
+        return CUDA_ERROR_INVALID_VALUE;
+    close(v->fd);
+    free(v);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop, CUmemGenericAllocationHandle handle)
+{
+    const struct sim_vmm *v = (const struct sim_vmm *)(uintptr_t)handle;
+    if (!prop || !v)
+        return CUDA_ERROR_INVALID_VALUE;
+    *prop = v->prop;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                  unsigned long long flags)
+{
+    const struct sim_vmm *v = (const struct sim_vmm *)(uintptr_t)handle;
+    if (!ptr || !v || flags || !size || offset + size > v->size || offset % SIM_VMM_GRAIN)
+        return CUDA_ERROR_INVALID_VALUE;
+    void *p = (void *)(uintptr_t)ptr;
+    if (mmap(p, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, v->fd, (off_t)offset) == MAP_FAILED)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    return simc_mapped(p, size, v->prop.location.type == CU_MEM_LOCATION_TYPE_DEVICE ? SIM_MEM_DEVICE
+                                                                                      : SIM_MEM_PINNED);
+}
+
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    void *p = (void *)(uintptr_t)ptr;
+    CUresult r = simc_mapped(p, size, SIM_MEM_PAGEABLE);
+    if (r == CUDA_SUCCESS &&
+        mmap(p, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0) == MAP_FAILED)
+        r = CUDA_ERROR_INVALID_VALUE;
+    return r;
+}
+
+/* Access is given at the map: what is asked is only checked. */
+CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
+{
+    if (!ptr || !size || !desc || !count)
+        return CUDA_ERROR_INVALID_VALUE;
+    return CUDA_SUCCESS;
+}
+
 CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
 {
     return simc_free_async(DP(dptr), hStream, 0);
@@ -1855,6 +1971,15 @@ static const struct proc {
     P("cuMemPoolCreate", "cuMemPoolCreate", NULL),
     P("cuMemPoolDestroy", "cuMemPoolDestroy", NULL),
     P("cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync_ptsz"),
+    P("cuMemGetAllocationGranularity", "cuMemGetAllocationGranularity", NULL),
+    P("cuMemAddressReserve", "cuMemAddressReserve", NULL),
+    P("cuMemAddressFree", "cuMemAddressFree", NULL),
+    P("cuMemCreate", "cuMemCreate", NULL),
+    P("cuMemRelease", "cuMemRelease", NULL),
+    P("cuMemGetAllocationPropertiesFromHandle", "cuMemGetAllocationPropertiesFromHandle", NULL),
+    P("cuMemMap", "cuMemMap", NULL),
+    P("cuMemUnmap", "cuMemUnmap", NULL),
+    P("cuMemSetAccess", "cuMemSetAccess", NULL),
     P("cuPointerGetAttribute", "cuPointerGetAttribute", NULL),
     P("cuPointerGetAttributes", "cuPointerGetAttributes", NULL),
     P("cuStreamCreate", "cuStreamCreate", NULL),

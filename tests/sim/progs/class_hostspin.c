@@ -1,10 +1,12 @@
 /* Class scenario, with the simulator's device thread on: the host spins,
- * making no CUDA call, on flags kernels write into mapped pinned memory and
- * into host-registered memory; a host function waits for a condition the host
+ * making no CUDA call, on flags kernels write into mapped pinned memory,
+ * into host-registered memory and into host-located virtual memory; a host function waits for a condition the host
  * signals right after launching it; the host spins on a flag a host function
  * sets. Work an interposer holds back never arrives, so the spins time out. */
 #include <pthread.h>
 #include <time.h>
+
+#include <cuda.h>
 
 #include "common.h"
 
@@ -36,6 +38,35 @@ static void spin(const int *p, int v, const char *what, int it)
     while (__atomic_load_n(p, __ATOMIC_ACQUIRE) != v)
         if (now_s() - t0 > 10.0)
             FAIL("iteration %d: %s never became %d (is %d)", it, what, v, __atomic_load_n(p, __ATOMIC_ACQUIRE));
+}
+
+#define CKD(x) do { \
+        CUresult r_ = (x); \
+        if (r_ != CUDA_SUCCESS) \
+            FAIL("%s failed: %d", #x, (int)r_); \
+    } while (0)
+
+/* Memory of the host's, mapped into a reserved range of the device's
+ * address space (cuMemCreate with a host location): one granule. */
+static int *vmm_host(size_t *size)
+{
+    CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                 .location = { .type = CU_MEM_LOCATION_TYPE_HOST } };
+    CKD(cuMemGetAllocationGranularity(size, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    CUdeviceptr p;
+    CUmemGenericAllocationHandle h;
+    CKD(cuMemAddressReserve(&p, *size, 0, 0, 0));
+    CKD(cuMemCreate(&h, *size, &prop, 0));
+    CKD(cuMemMap(p, *size, 0, h, 0));
+    CKD(cuMemRelease(h));
+    CUmemAccessDesc access[2] = {
+        { .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0 }, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE },
+        { .location = { .type = CU_MEM_LOCATION_TYPE_HOST }, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE },
+    };
+    CKD(cuMemSetAccess(p, *size, access, 2));
+    int *f = (int *)(uintptr_t)p;
+    *f = 0;
+    return f;
 }
 
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
@@ -82,6 +113,8 @@ int main(void)
     CK(cudaHostGetDevicePointer((void **)&dmapped, mapped, 0));
     CK(cudaHostRegister(reg, 64, cudaHostRegisterMapped));
     *mapped = 0;
+    size_t vsize;
+    int *vmm = vmm_host(&vsize);
     float *y = dev_alloc_init(N, 0.5f), *z = dev_alloc_init(N, 0.0f), log[ITERS / 6];
     int its[ITERS];
     for (int it = 0; it < ITERS; it++) {
@@ -93,6 +126,8 @@ int main(void)
         acc(s, z, y, 0.5f, N);
         set_flag(s, reg, it + 1);
         spin(reg, it + 1, "the flag in registered memory", it);
+        set_flag(s, vmm, it + 1);
+        spin(vmm, it + 1, "the flag in host-located virtual memory", it);
         CK(cudaLaunchHostFunc(s, wait_go, &its[it]));
         pthread_mutex_lock(&mu);
         go = it + 1;
@@ -111,14 +146,16 @@ int main(void)
     int ok = 1;
     for (int it = 0; it < ITERS; it++)
         ok &= seen[it] == it + 1;
-    printf("flags mapped=%d registered=%d host=%d waits-ok=%d timeouts=%d\n", *mapped, *reg, host_done, ok,
-           timeouts);
+    printf("flags mapped=%d registered=%d virtual=%d host=%d waits-ok=%d timeouts=%d\n", *mapped, *reg, *vmm,
+           host_done, ok, timeouts);
     print_floats("log", log, ITERS / 6);
     print_dev("y", y, N);
     print_dev("z", z, N);
     CK(cudaHostUnregister(reg));
     CK(cudaFreeHost(mapped));
     free(reg);
+    CKD(cuMemUnmap((CUdeviceptr)(uintptr_t)vmm, vsize));
+    CKD(cuMemAddressFree((CUdeviceptr)(uintptr_t)vmm, vsize));
     simSetDeviceThread(0);
     return 0;
 }
