@@ -3,9 +3,12 @@
  * same address, as allocators hand it out), before the same loop once more;
  * then its device scratch memory freed and allocated again; then the same
  * with cudaMallocAsync and cudaFreeAsync; then with pinned memory from a
- * host-located pool. A graph's copy and memset nodes hold the memory they
- * name as they found it: replayed after the free they would name memory
- * that is gone. */
+ * host-located pool; then device memory of the program's own mapping
+ * (cuMemCreate, cuMemMap), unmapped and another handle mapped at the same
+ * address. A graph's copy and memset nodes hold the memory they name as they
+ * found it: replayed after the free they would name memory that is gone. */
+#include <cuda.h>
+
 #include "common.h"
 
 enum { N = 512, SCRATCH = 2048, HOST = 1024, ITERS = 12 };
@@ -23,6 +26,23 @@ static void loop(cudaStream_t s, float *y, float *scratch, float *host, float b)
         CK(cudaMemcpyAsync(host + 16, y, N / 2 * sizeof(float), cudaMemcpyDeviceToHost, s));
         CK(cudaStreamSynchronize(s));
     }
+}
+
+#define CKD(x) do { \
+        CUresult r_ = (x); \
+        if (r_ != CUDA_SUCCESS) \
+            FAIL("%s failed: %d", #x, (int)r_); \
+    } while (0)
+
+/* A new handle of device memory mapped at va, read and written by the device. */
+static void map_new(CUdeviceptr va, size_t size, const CUmemAllocationProp *prop)
+{
+    CUmemGenericAllocationHandle h;
+    CKD(cuMemCreate(&h, size, prop, 0));
+    CKD(cuMemMap(va, size, 0, h, 0));
+    CKD(cuMemRelease(h)); /* the mapping keeps it */
+    CUmemAccessDesc access = { .location = prop->location, .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+    CKD(cuMemSetAccess(va, size, &access, 1));
 }
 
 int main(void)
@@ -61,6 +81,23 @@ int main(void)
         CK(cudaStreamSynchronize(s));
     }
     CK(cudaMemPoolDestroy(pool));
+    /* Virtual memory: the same range, another handle behind it each round. */
+    CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                 .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0 } };
+    size_t grain, vsize;
+    CKD(cuMemGetAllocationGranularity(&grain, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    vsize = (SCRATCH * sizeof(float) + grain - 1) / grain * grain;
+    CUdeviceptr va;
+    CKD(cuMemAddressReserve(&va, vsize, 0, 0, 0));
+    CK(cudaMallocHost((void **)&host, HOST * sizeof(float)));
+    for (int round = 0; round < 2; round++) {
+        map_new(va, vsize, &prop);
+        loop(s, y, (float *)(uintptr_t)va, host, 0.08f + 0.01f * (float)round);
+        CKD(cuMemUnmap(va, vsize));
+    }
+    CKD(cuMemAddressFree(va, vsize));
+    CK(cudaFreeHost(host));
+    CK(cudaFree(scratch));
     print_dev("y", y, N);
     return 0;
 }
