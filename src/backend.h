@@ -27,7 +27,7 @@
 	X(kernel_get_function, cuKernelGetFunction, 12000, 0)                        \
 	X(func_attr, cuFuncGetAttribute, 2020, 0)                                    \
 	X(pointer_attrs, cuPointerGetAttributes, 7000, 1)                            \
-	X(alloc_props, cuMemGetAllocationPropertiesFromHandle, 10020, 0)            \
+	X(alloc_props, cuMemGetAllocationPropertiesFromHandle, 10020, 0)             \
 	X(mem_alloc_host, cuMemAllocHost, 3020, 1)                                   \
 	X(mem_free_host, cuMemFreeHost, 2000, 1)                                     \
 	X(stream_flags, cuStreamGetFlags, 5050, 1)                                   \
