@@ -30,6 +30,7 @@
 	X(alloc_props, cuMemGetAllocationPropertiesFromHandle, 10020, 0)             \
 	X(mem_alloc_host, cuMemAllocHost, 3020, 1)                                   \
 	X(mem_free_host, cuMemFreeHost, 2000, 1)                                     \
+	X(mem_free_async, cuMemFreeAsync, 11020, 0)                                  \
 	X(stream_flags, cuStreamGetFlags, 5050, 1)                                   \
 	X(stream_sync, cuStreamSynchronize, 2000, 1)                                 \
 	X(event_create, cuEventCreate, 2000, 1)                                      \

@@ -37,6 +37,26 @@
 #define CG_CHAIN_FIRST 8
 #define CG_EVSET 64 /* events recorded by held work, remembered for queries */
 #define CG_STARTED 64 /* power of two */
+/* Frees in stream order held back behind held work, at most, and their
+ * bytes: what the program's memory may grow by past what it would be. */
+#define CG_FREES 64
+#define CG_FREES_BYTES ((size_t)64 << 20)
+#define CG_NAMED 16
+
+/* Memory the copies and memsets of a stretch of ops name (n > CG_NAMED:
+ * too many to tell, all of it), and whether an op of it is on a stream
+ * other than the legacy one. */
+struct cg_named {
+	int n, other;
+	uintptr_t lo[CG_NAMED], hi[CG_NAMED];
+};
+
+struct cg_free {
+	const void *p;
+	size_t n;
+	CUstream s;
+	CUcontext ctx;
+};
 
 enum cg_mode { CG_RECORD, CG_DEFER };
 
@@ -131,6 +151,14 @@ static struct {
 	} idle;
 	int timer;                   /* 0 not started, 1 idle, 2 watching */
 	int atexit_done;
+	/* Frees in stream order made after the held work (cg_frees_out), and
+	 * the memory the run's and the held ops' copies and memsets name:
+	 * a free of it ends the segment, as a template learnt from them would
+	 * name memory freed since. */
+	struct cg_free frees[CG_FREES];
+	int nfree;
+	size_t free_bytes;
+	struct cg_named run_named, held_named;
 } E __attribute__((aligned(128))) = {
 	.run_ns_ok = 1,
 };
@@ -347,6 +375,35 @@ static void cg_wait_moved(void)
 		}
 }
 
+/* Work of the owner's made from another thread (foreign): in the owner's
+ * context, pushed where it is not current (the context pushed, or NULL). */
+static CUcontext cg_foreign_enter(int foreign, CUcontext ctx)
+{
+	CUcontext cur = NULL;
+	if (foreign && CG_BK(ctx_get_current, &cur) == CUDA_SUCCESS && cur != ctx &&
+	    CG_BK(ctx_push, ctx) == CUDA_SUCCESS)
+		return ctx;
+	return NULL;
+}
+
+static void cg_foreign_leave(CUcontext pushed)
+{
+	CUcontext dummy;
+	if (pushed)
+		CG_BK(ctx_pop, &dummy);
+}
+
+/* ... and the owner's per-thread stream is the legacy one there, which the
+ * owner's next call waits for (cg_wait_moved). */
+static CUstream cg_foreign_stream(int foreign, CUstream s, int *moved)
+{
+	if (foreign && s == CU_STREAM_PER_THREAD) {
+		*moved = 1;
+		return CU_STREAM_LEGACY;
+	}
+	return s;
+}
+
 /* Submits held ops in order, holding the turn. From a thread other than the
  * one that made the calls, the segment's context is made current, and work
  * for that thread's per-thread stream goes to the legacy stream, which
@@ -354,28 +411,91 @@ static void cg_wait_moved(void)
  * stream then waits for it (cg_wait_moved). */
 static void cg_submit_ops(const struct cg_op *ops, size_t n, int foreign, const void *owner)
 {
-	CUcontext cur = NULL, pushed = NULL;
 	int moved = 0;
-	if (foreign && n && CG_BK(ctx_get_current, &cur) == CUDA_SUCCESS && cur != ops[0].ctx &&
-	    CG_BK(ctx_push, ops[0].ctx) == CUDA_SUCCESS)
-		pushed = ops[0].ctx;
+	CUcontext pushed = n ? cg_foreign_enter(foreign, ops[0].ctx) : NULL;
 	for (size_t i = 0; i < n; i++) {
-		CUstream s = ops[i].stream;
-		if (foreign && s == CU_STREAM_PER_THREAD) {
-			s = CU_STREAM_LEGACY;
-			moved = 1;
-		}
-		CUresult rc = cg_op_submit(&ops[i], s);
+		CUresult rc = cg_op_submit(&ops[i], cg_foreign_stream(foreign, ops[i].stream, &moved));
 		if (rc != CUDA_SUCCESS)
 			cg_log_capped(CG_LOG_WARN, CG_FAULT_DRIVER,
 				      "held work failed when submitted eagerly (error %d)", (int)rc);
 	}
 	if (moved)
 		cg_note_moved(owner);
-	if (pushed) {
-		CUcontext dummy;
-		CG_BK(ctx_pop, &dummy);
+	cg_foreign_leave(pushed);
+}
+
+/* ---- frees in stream order behind held work ------------------------------------ */
+static void cg_named_add(struct cg_named *m, const struct cg_op *op)
+{
+	const void *p[2];
+	size_t n[2];
+	int k = cg_op_memory(op, p, n);
+	m->other |= op->stream != CU_STREAM_LEGACY;
+	for (int i = 0; i < k && m->n <= CG_NAMED; i++) {
+		if (m->n < CG_NAMED) {
+			m->lo[m->n] = (uintptr_t)p[i];
+			m->hi[m->n] = (uintptr_t)p[i] + n[i];
+		}
+		m->n++;
 	}
+}
+
+static void cg_named_merge(struct cg_named *m, const struct cg_named *from)
+{
+	m->other |= from->other;
+	for (int i = 0; i < from->n && m->n <= CG_NAMED; i++) {
+		if (i >= CG_NAMED) {
+			m->n = CG_NAMED + 1;
+			break;
+		}
+		if (m->n < CG_NAMED) {
+			m->lo[m->n] = from->lo[i];
+			m->hi[m->n] = from->hi[i];
+		}
+		m->n++;
+	}
+}
+
+static int cg_named_hits(const struct cg_named *m, const void *p, size_t n)
+{
+	uintptr_t lo = (uintptr_t)p, hi = lo + n;
+	if (m->n > CG_NAMED)
+		return 1;
+	for (int i = 0; i < m->n; i++)
+		if (m->lo[i] < hi && lo < m->hi[i])
+			return 1;
+	return 0;
+}
+
+/* The frees held back go, each on its stream after the held work that came
+ * before it (all of it went out: cg_defer_clear), which that stream's order
+ * then covers as eagerly; then the graphs naming their memory go. From
+ * another thread, as the held work went (cg_submit_ops). */
+static void cg_frees_out(int foreign, const void *owner)
+{
+	int n = E.nfree, moved = 0;
+	if (cg_likely(!n))
+		return;
+	struct cg_free f[CG_FREES];
+	memcpy(f, E.frees, (size_t)n * sizeof *f);
+	E.nfree = 0;
+	E.free_bytes = 0;
+	cg_unlock_for_calls();
+	CUcontext pushed = cg_foreign_enter(foreign, f[0].ctx);
+	for (int i = 0; i < n; i++) {
+		CUresult rc = CG_BK(mem_free_async, (CUdeviceptr)(uintptr_t)f[i].p,
+				    cg_foreign_stream(foreign, f[i].s, &moved));
+		if (rc != CUDA_SUCCESS)
+			cg_log_capped(CG_LOG_WARN, CG_FAULT_DRIVER,
+				      "a free held back behind held work failed when made (error %d)", (int)rc);
+	}
+	if (moved)
+		cg_note_moved(owner);
+	cg_foreign_leave(pushed);
+	cg_relock_after_calls();
+	E.epoch++;
+	for (int i = 0; i < n; i++)
+		cg_forget_memory_locked(f[i].p, f[i].n);
 }
 
 static void cg_evset_add(CUevent *set, int *n, CUevent e)
@@ -398,9 +518,11 @@ static int cg_evset_has(const CUevent *set, int n, CUevent e)
 /* Held ops submitted eagerly join the run: they ran eagerly after all. */
 static void cg_held_to_run(size_t from)
 {
+	cg_named_merge(&E.run_named, &E.held_named);
 	for (size_t i = from; i < E.held.n; i++) {
 		if (E.held.ops[i].kind == CG_OP_RECORD)
 			cg_evset_add(E.run_evset, &E.run_nev, E.held.ops[i].u.ev.event);
+		E.run_named.other |= E.held.ops[i].stream != CU_STREAM_LEGACY;
 		if (cg_seg_push(&E.run, &E.held.ops[i], 0, NULL, NULL)) {
 			cg_seg_clear(&E.run);
 			E.run_id++;
@@ -413,6 +535,7 @@ static void cg_held_to_run(size_t from)
 static void cg_defer_clear(void)
 {
 	cg_seg_clear(&E.held);
+	E.held_named.n = E.held_named.other = 0;
 	E.mode = CG_RECORD;
 	E.ncand = 0;
 	E.fast_upto = 0;
@@ -706,6 +829,7 @@ static int cg_templates_for(const struct cg_seg *run, const struct cg_build *b, 
 static void cg_run_clear(void)
 {
 	cg_seg_clear(&E.run);
+	E.run_named.n = E.run_named.other = 0;
 	E.run_id++;
 	E.run_ns = 0;
 	E.run_ns_ok = 1;
@@ -786,6 +910,8 @@ static void cg_early_end(void)
 		struct cg_seg run = E.run;
 		E.run = E.early.seg;
 		E.early.seg = run;
+		E.run_named.n = CG_NAMED + 1; /* not kept for the stretch */
+		E.run_named.other = 1;
 		E.anchor = E.early.anchor;
 		E.run_ns_ok = 0;
 	}
@@ -1071,7 +1197,9 @@ static void cg_resolve(int foreign, int diverged)
 	if (launched)
 		cg_after_launch(launched);
 	cg_held_to_run(k);
+	const void *owner = E.owner;
 	cg_defer_clear();
+	cg_frees_out(foreign, owner);
 	/* A piece that is not the whole held segment ends in no read-back. */
 }
 
@@ -1155,6 +1283,7 @@ static int cg_defer_push(struct cg_op *op, struct cg_wait *wait)
 	cg_held_written(pos, differs || !exp);
 	E.mode = CG_DEFER;
 	struct cg_op *h = &E.held.ops[pos];
+	cg_named_add(&E.held_named, h);
 	/* A kernel given host memory the host may poll, or a read-back that ends
 	 * no template here, is not held: the work before it goes out, then it
 	 * runs as the program called it. */
@@ -1193,6 +1322,7 @@ static int cg_defer_push(struct cg_op *op, struct cg_wait *wait)
 		if (cg_launch(t, 0, wait) == 0) {
 			cg_after_launch(t);
 			cg_defer_clear();
+			cg_frees_out(0, NULL);
 			return 1;
 		}
 		E.complete = NULL;
@@ -1221,6 +1351,7 @@ static __attribute__((noinline)) void cg_fast_complete(struct cg_tmpl *t)
 	if (cg_launch(t, 0, &wait) == 0) {
 		cg_after_launch(t);
 		cg_defer_clear();
+		cg_frees_out(0, NULL);
 	} else {
 		E.complete = NULL;
 		cg_resolve(0, 0);
@@ -1634,6 +1765,8 @@ void cg_engine_op_done(struct cg_op *op, int ok)
 	}
 	if (keep && r->kind == CG_OP_RECORD)
 		cg_evset_add(E.run_evset, &E.run_nev, r->u.ev.event);
+	if (keep)
+		cg_named_add(&E.run_named, r);
 	if (!keep) {
 		E.run.n = n;
 		cg_run_end(0);
@@ -1786,6 +1919,39 @@ void cg_engine_memory_freed(const void *p, size_t n, int host)
 	cg_wait_turn();
 	cg_forget_memory_locked(p, n);
 	cg_lock_give(&E.mu);
+}
+
+int cg_engine_free_async(const void *p, size_t n, CUstream s)
+{
+	CUcontext ctx = NULL;
+	if (!cg_hot.bk->mem_free_async || CG_BK(ctx_get_current, &ctx) != CUDA_SUCCESS || !ctx)
+		return -1;
+	cg_lock_take(&E.mu);
+	E.seq++;
+	cg_wait_turn();
+	int rc = -1;
+	/* On the legacy stream, a free orders the work of every blocking
+	 * stream around it: only where the work before it, in the run and
+	 * held, is all on the legacy stream too does it order nothing the
+	 * graph's order (cg_dag_build) would not. */
+	int legacy_ok = s != CU_STREAM_LEGACY ||
+			(!E.run_named.other && (E.mode != CG_DEFER || E.held.n <= E.cand[0]->legacy_n));
+	if (atomic_load(&cg_hot.engine_on) && E.owner == &cg_self && E.ctx == ctx && !E.early.on && legacy_ok &&
+	    !cg_named_hits(&E.run_named, p, n) && !cg_named_hits(&E.held_named, p, n)) {
+		if (E.mode != CG_DEFER) {
+			/* Nothing held: it goes now, and the run goes on. */
+			cg_forget_memory_locked(p, n);
+			E.epoch++;
+			rc = 0;
+		} else if (E.nfree < CG_FREES && n <= CG_FREES_BYTES - E.free_bytes) {
+			E.frees[E.nfree++] = (struct cg_free){ p, n, s, ctx };
+			E.free_bytes += n;
+			cg_stat_add(frees_held, 1);
+			rc = 1;
+		}
+	}
+	cg_lock_give(&E.mu);
+	return rc;
 }
 
 static int cg_names_comm(const struct cg_tmpl *t, void *comm)
@@ -2013,6 +2179,7 @@ void cg_engine_forked_child(void)
 	E.mode = CG_RECORD;
 	E.held.n = 0;
 	E.run.n = 0;
+	E.nfree = 0;
 	atomic_store(&cg_dead, 1);
 	atomic_store(&cg_hot.engine_on, 0);
 }

@@ -39,6 +39,13 @@ void cg_engine_forget_handle(int entry, CUstream s, CUevent e) CG_HIDDEN;
  * its size, where cgraft noted it as host or managed memory, else 0 (host:
  * host memory, whose range the driver is not asked). */
 void cg_engine_memory_freed(const void *p, size_t n, int host) CG_HIDDEN;
+/* A free in stream order of device memory [p, p + n), on explicit stream
+ * s: 1 where it is held back till the held work before it goes out (the
+ * call returns success), 0 where it is made now and the segment goes on
+ * (nothing held), -1 where it ends the segment as a call not modelled
+ * (another thread's, memory a copy or memset of the run or the held work
+ * names, too many held back). */
+int cg_engine_free_async(const void *p, size_t n, CUstream s) CG_HIDDEN;
 /* An NCCL communicator's calls are not held from now on: held work goes
  * out and graphs with its calls are forgotten. */
 void cg_engine_forget_comm(int entry, void *comm) CG_HIDDEN;

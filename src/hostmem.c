@@ -146,6 +146,16 @@ static int cg_word_host_note(uint64_t w, const void *c)
 	return 1;
 }
 
+int cg_hostmem_has(const void *p)
+{
+	if (!atomic_load_explicit(&cg_hm_any, memory_order_relaxed))
+		return 0;
+	pthread_rwlock_rdlock(&cg_hm_lock);
+	int hit = cg_word_host((uintptr_t)p, NULL);
+	pthread_rwlock_unlock(&cg_hm_lock);
+	return hit;
+}
+
 int cg_hostmem_hit(const struct cg_op *op)
 {
 	if (op->kind != CG_OP_KERNEL || !atomic_load_explicit(&cg_hm_any, memory_order_relaxed))

@@ -46,6 +46,8 @@ struct cg_tmpl *cg_tmpl_new(const struct cg_op *ops, size_t n, uint64_t eager_ns
 	static _Atomic uint64_t ids;
 	t->id = atomic_fetch_add_explicit(&ids, 1, memory_order_relaxed) + 1;
 	t->ops = (struct cg_op *)blk;
+	while (t->legacy_n < n && ops[t->legacy_n].stream == CU_STREAM_LEGACY)
+		t->legacy_n++;
 	CUlaunchAttribute *attr = (CUlaunchAttribute *)(t->ops + n);
 	uint8_t *p = (uint8_t *)(attr + at);
 	memcpy(t->ops, ops, n * sizeof *ops);

@@ -257,17 +257,31 @@ int cg_mem_is_host(const void *p)
 	return cg_mem_type(p) == CG_MEM_HOST;
 }
 
-int cg_mem_range(const void *p, const void **start, size_t *size)
+/* The allocation CUDA knows p by, and the type of its memory. */
+static int cg_mem_range_type(const void *p, const void **start, size_t *size, unsigned *type)
 {
-	CUpointer_attribute at[2] = { CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE };
+	CUpointer_attribute at[3] = { CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+				      CU_POINTER_ATTRIBUTE_MEMORY_TYPE };
 	CUdeviceptr base = 0;
 	size_t n = 0;
-	void *data[2] = { &base, &n };
-	if (!p || CG_BK(pointer_attrs, 2, at, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS || !base || !n)
+	void *data[3] = { &base, &n, type };
+	if (!p || CG_BK(pointer_attrs, 3, at, data, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS || !base || !n)
 		return -1;
 	*start = (const void *)(uintptr_t)base;
 	*size = n;
 	return 0;
+}
+
+int cg_mem_range(const void *p, const void **start, size_t *size)
+{
+	unsigned type = 0;
+	return cg_mem_range_type(p, start, size, &type);
+}
+
+int cg_mem_device_range(const void *p, const void **start, size_t *size)
+{
+	unsigned type = 0;
+	return cg_mem_range_type(p, start, size, &type) || type != CU_MEMORYTYPE_DEVICE || *start != p ? -1 : 0;
 }
 
 /* Bytes from the first to past the last of a pitched block; a block of no
@@ -285,17 +299,32 @@ static int cg_overlaps(const void *a, size_t an, const void *p, size_t n)
 	return x < y + n && y < x + an;
 }
 
-int cg_op_names_memory(const struct cg_op *op, const void *p, size_t n)
+int cg_op_memory(const struct cg_op *op, const void **p, size_t *n)
 {
 	if (op->kind == CG_OP_COPY) {
 		const size_t w = op->u.cp.width, h = op->u.cp.height, d = op->u.cp.depth;
-		return cg_overlaps(op->u.cp.dst, cg_extent(op->u.cp.dpitch, op->u.cp.dheight, w, h, d), p, n) ||
-		       cg_overlaps(op->u.cp.src, cg_extent(op->u.cp.spitch, op->u.cp.sheight, w, h, d), p, n);
+		p[0] = op->u.cp.dst;
+		n[0] = cg_extent(op->u.cp.dpitch, op->u.cp.dheight, w, h, d);
+		p[1] = op->u.cp.src;
+		n[1] = cg_extent(op->u.cp.spitch, op->u.cp.sheight, w, h, d);
+		return 2;
 	}
-	if (op->kind == CG_OP_MEMSET)
-		return cg_overlaps(op->u.ms.dst,
-				   cg_extent(op->u.ms.pitch, 1, (size_t)op->u.ms.width * op->u.ms.elem, op->u.ms.height, 1),
-				   p, n);
+	if (op->kind == CG_OP_MEMSET) {
+		p[0] = op->u.ms.dst;
+		n[0] = cg_extent(op->u.ms.pitch, 1, (size_t)op->u.ms.width * op->u.ms.elem, op->u.ms.height, 1);
+		return 1;
+	}
+	return 0;
+}
+
+int cg_op_names_memory(const struct cg_op *op, const void *p, size_t n)
+{
+	const void *at[2];
+	size_t len[2];
+	int k = cg_op_memory(op, at, len);
+	for (int i = 0; i < k; i++)
+		if (cg_overlaps(at[i], len[i], p, n))
+			return 1;
 	return 0;
 }
 

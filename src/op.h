@@ -137,16 +137,24 @@ void cg_kinfo_forget_all(void) CG_HIDDEN;
 void cg_hostmem_add(const void *p, size_t n) CG_HIDDEN;
 /* Forgets the range starting at p: 1 with its size, else 0. */
 int cg_hostmem_remove(const void *p, size_t *n) CG_HIDDEN;
+/* Whether p lies in host memory noted so. */
+int cg_hostmem_has(const void *p) CG_HIDDEN;
 /* Whether a kernel op's parameters (cgraft's copy) hold an address in it. */
 int cg_hostmem_hit(const struct cg_op *op) CG_HIDDEN;
 /* Whether a kernel op's parameters hold an address in [p, p + n). */
 int cg_params_reach(const struct cg_op *op, const void *p, size_t n) CG_HIDDEN;
+/* The ranges a copy or memset op reads or writes (p[i], n[i]): how many,
+ * up to 2 (none for other ops). */
+int cg_op_memory(const struct cg_op *op, const void **p, size_t *n) CG_HIDDEN;
 /* Whether a copy or memset op reads or writes memory in [p, p + n). */
 int cg_op_names_memory(const struct cg_op *op, const void *p, size_t n) CG_HIDDEN;
 /* Whether CUDA knows p as host memory (pinned or registered). */
 int cg_mem_is_host(const void *p) CG_HIDDEN;
 /* The allocation CUDA knows p by: 0 with its start and size, else -1. */
 int cg_mem_range(const void *p, const void **start, size_t *size) CG_HIDDEN;
+/* The same for device memory whose allocation starts at p only: 0 with its
+ * size, else -1. */
+int cg_mem_device_range(const void *p, const void **start, size_t *size) CG_HIDDEN;
 
 /* ---- normalisers (op.c) -------------------------------------------------- */
 /* A stream handle made explicit: NULL is the legacy stream or, through a

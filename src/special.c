@@ -486,16 +486,28 @@ static void cg_freed_unheld(int entry, const void *p, size_t n)
 	cg_engine_memory_freed(p, host ? noted : n, host);
 }
 
-void cg_pre_rt_free_async(int entry, int pt, void *p, cudaStream_t s)
+/* A free in stream order of device memory: held back behind held work, or
+ * made now with the segment going on, where the engine can (1: the call is
+ * answered); else as any free that is not held. */
+int cg_wait_cuMemFreeAsync(int entry, int pt, CUdeviceptr p, CUstream s)
 {
-	(void)pt, (void)s;
-	cg_freed_unheld(entry, p, 0);
+	const void *a = (const void *)(uintptr_t)p, *start;
+	size_t n;
+	if (!cg_on() || !a || cg_hostmem_has(a) || cg_mem_device_range(a, &start, &n)) {
+		cg_freed_unheld(entry, a, 0);
+		return 0;
+	}
+	int rc = cg_engine_free_async(a, n, cg_stream_explicit(s, pt));
+	if (rc < 0) {
+		cg_engine_boundary(entry, CG_K_BND, CG_WHY_UNSUPPORTED_API);
+		cg_engine_memory_freed(a, n, 0);
+	}
+	return rc > 0;
 }
 
-void cg_pre_cuMemFreeAsync(int entry, int pt, CUdeviceptr p, CUstream s)
+int cg_wait_rt_free_async(int entry, int pt, void *p, cudaStream_t s)
 {
-	(void)pt, (void)s;
-	cg_freed_unheld(entry, (const void *)(uintptr_t)p, 0);
+	return cg_wait_cuMemFreeAsync(entry, pt, (CUdeviceptr)(uintptr_t)p, (CUstream)s);
 }
 
 void cg_pre_cuMemUnmap(int entry, int pt, CUdeviceptr p, size_t n)

@@ -110,10 +110,10 @@ CG_PRE(cuMemFree_v2, CUdeviceptr p);
 #define cg_post_cuMemFree_v2 CG_NOTHING
 /* Frees in stream order and unmapped virtual memory: held work goes out
  * first (not modelled), and what names that memory is forgotten. */
-CG_PRE(rt_free_async, void *p, cudaStream_t s);
-#define cg_post_rt_free_async CG_NOTHING
-CG_PRE(cuMemFreeAsync, CUdeviceptr p, CUstream s);
-#define cg_post_cuMemFreeAsync CG_NOTHING
+/* A free in stream order: 1 where it is answered without the real call
+ * (held back behind held work). */
+int cg_wait_rt_free_async(int entry, int pt, void *p, cudaStream_t s) CG_HIDDEN;
+int cg_wait_cuMemFreeAsync(int entry, int pt, CUdeviceptr p, CUstream s) CG_HIDDEN;
 /* A mapping passes through as an allocation does; host-located memory is
  * noted as host memory. */
 #define cg_pre_cuMemMap CG_NOTHING

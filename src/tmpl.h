@@ -62,6 +62,7 @@ struct cg_tmpl {
 		size_t offset;
 	} starts[CG_TMPL_STARTS];
 	int nstarts;
+	uint32_t legacy_n;               /* its first ops on the legacy stream, how many */
 };
 
 #define CG_UNTIMED_REBUILDS 4

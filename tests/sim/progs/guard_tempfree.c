@@ -4,10 +4,10 @@
  * memory); and pinned memory no copy names, freed. A free forgets only the
  * graphs whose copies or memsets name the freed allocation: the loop
  * replays. With ASYNC_FREE, the scratch memory comes from cudaMallocAsync
- * and goes back with cudaFreeAsync, which ends segments (not held), with a
- * second allocation in stream order amid the iteration's work (passed
- * through: the stretch around it replays whole); with FROM_POOL as well,
- * that one from a pool of the program's. */
+ * and goes back with cudaFreeAsync, made after the held work before it,
+ * with a second allocation in stream order amid the iteration's work
+ * (passed through: the stretch around it replays whole); with FROM_POOL as
+ * well, that one from a pool of the program's. */
 #include "common.h"
 
 enum { N = 512, ITERS = 24 };

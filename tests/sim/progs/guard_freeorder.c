@@ -1,0 +1,84 @@
+/* Guard scenario: frees in stream order amid a step's kernels, as PyTorch's
+ * stream-ordered allocator makes them: on the legacy stream, each temporary
+ * freed after its last kernel, a blocking read-back ending the step. Such a
+ * free is held back behind the held work and made once it went out: the
+ * step replays whole.
+ * - NAMED: one temporary is also zeroed by a memset and freed amid the
+ *   step. That free ends the segment, since a graph learnt from the step
+ *   would name memory freed since (its copies and memsets hold the
+ *   allocation); only the graphs naming it go, not the one with a memset of
+ *   other memory after it.
+ * - STREAMS: a stream of the program's reads y before a free on the legacy
+ *   stream and another writes it after: the free orders the two (every
+ *   blocking stream's work waits for it, and it for theirs), so it ends
+ *   the segment.
+ * - CROSS: a temporary of one stream freed, and another stream's
+ *   temporary allocated, amid the step: made at once, the free would let
+ *   the pool hand its memory to the other stream while the held work that
+ *   uses it has not run. */
+#include "common.h"
+
+enum { N = 512, ITERS = 30 };
+
+int main(void)
+{
+    float *y, *r, host[64];
+    double sum = 0.0;
+    cudaStream_t s = start_y_r(&y, &r), s3;
+    CK(cudaStreamCreate(&s3));
+    float *z = dev_alloc_init(N, 0.25f), *w = dev_alloc_init(N, 2.0f);
+    for (int it = 0; it < ITERS; it++) {
+        float *a, *b, *c;
+#ifdef CROSS
+        CK(cudaMallocAsync((void **)&a, N * sizeof(float), s));
+        mix(s, a, y, y + N, N);
+        acc(s, z, a, 0.5f, N);
+        CK(cudaFreeAsync(a, s));
+        CK(cudaMallocAsync((void **)&b, N * sizeof(float), s3));
+        mix(s3, b, w, w, N);
+        acc(s3, w, b, 0.25f, N);
+        CK(cudaFreeAsync(b, s3));
+        CK(cudaStreamSynchronize(s3));
+        CK(cudaMemcpy(host, z, sizeof host, cudaMemcpyDeviceToHost));
+        (void)c;
+#else
+        CK(cudaMallocAsync((void **)&a, N * sizeof(float), 0));
+        mix(0, a, y, y + N, N);
+        CK(cudaMallocAsync((void **)&b, N * sizeof(float), 0));
+#ifdef NAMED
+        CK(cudaMemsetAsync(b, 0, N * sizeof(float), 0));
+        acc(0, b, a, 0.5f, N);
+#else
+        mix(0, b, a, y, N);
+#endif
+        CK(cudaFreeAsync(a, 0));
+        CK(cudaMallocAsync((void **)&c, N * sizeof(float), 0));
+        mix(0, c, b, y, N);
+#ifdef NAMED
+        CK(cudaFreeAsync(b, 0));
+        CK(cudaMemsetAsync(r, 0, sizeof(float), 0));
+#endif
+        acc(0, y, c, 0.25f, N);
+#ifdef STREAMS
+        acc(s, z, y, 0.5f, N);
+        CK(cudaFreeAsync(c, 0));
+        axpb(s3, y, 0.5f, 0.01f, N);
+#else
+        CK(cudaFreeAsync(c, 0));
+        axpb(0, y, 0.5f, 0.01f, N);
+#endif
+        CK(cudaMemcpy(host, y, sizeof host, cudaMemcpyDeviceToHost));
+#ifndef NAMED
+        CK(cudaFreeAsync(b, 0));
+#endif
+#endif
+        sum += host[it % 64];
+    }
+    CK(cudaDeviceSynchronize());
+    printf("sum %.9g\n", sum);
+    print_dev("y", y, N);
+    print_dev("z", z, N);
+    print_dev("w", w, N);
+    (void)s;
+    return 0;
+}
