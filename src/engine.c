@@ -43,9 +43,9 @@
 #define CG_FREES_BYTES ((size_t)64 << 20)
 #define CG_NAMED 16
 
-/* Memory the copies and memsets of a stretch of ops name (n > CG_NAMED:
- * too many to tell, all of it), and whether an op of it is on a stream
- * other than the legacy one. */
+/* Memory the copies and memsets of a stretch of ops name, but for copies
+ * that become copy kernels (n > CG_NAMED: too many to tell, all of it),
+ * and whether an op of it is on a stream other than the legacy one. */
 struct cg_named {
 	int n, other;
 	uintptr_t lo[CG_NAMED], hi[CG_NAMED];
@@ -429,7 +429,7 @@ static void cg_named_add(struct cg_named *m, const struct cg_op *op)
 {
 	const void *p[2];
 	size_t n[2];
-	int k = cg_op_memory(op, p, n);
+	int k = op->kind == CG_OP_COPY && cg_copy_is_kernel(op) ? 0 : cg_op_memory(op, p, n);
 	m->other |= op->stream != CU_STREAM_LEGACY;
 	for (int i = 0; i < k && m->n <= CG_NAMED; i++) {
 		if (m->n < CG_NAMED) {
@@ -1820,8 +1820,18 @@ static void cg_forget_memory_locked(const void *p, size_t n)
 	struct cg_freed_range r = { p, n };
 	cg_build_pause();
 	struct cg_tmpl *gone = cg_table_take_if(cg_names_memory, &r);
-	for (const struct cg_tmpl *t = gone; t; t = t->next)
+	for (const struct cg_tmpl *t = gone; t; t = t->next) {
 		cg_stat_add(forgotten_freed, 1);
+		if (cg_unlikely(cg_log_level >= CG_LOG_DEBUG) && p) {
+			char what[200] = "an op as a variant holds it";
+			for (size_t i = 0; i < t->n; i++)
+				if (cg_op_names_memory(&t->ops[i], p, n)) {
+					cg_op_describe(what, sizeof what, &t->ops[i]);
+					break;
+				}
+			cg_debug("memory at %p (%zu bytes) freed: a %zu-op graph naming it goes (%s)", p, n, t->n, what);
+		}
+	}
 	cg_bury(gone);
 	cg_build_go();
 }
@@ -1936,8 +1946,12 @@ int cg_engine_free_async(const void *p, size_t n, CUstream s)
 	 * graph's order (cg_dag_build) would not. */
 	int legacy_ok = s != CU_STREAM_LEGACY ||
 			(!E.run_named.other && (E.mode != CG_DEFER || E.held.n <= E.cand[0]->legacy_n));
+	int named = cg_named_hits(&E.run_named, p, n) || cg_named_hits(&E.held_named, p, n);
+	if (cg_unlikely(cg_log_level >= CG_LOG_DEBUG))
+		cg_debug("free in stream order of %p (%zu bytes)%s%s", p, n, legacy_ok ? "" : ": after another stream's work",
+			 named ? ": a copy or memset of the segment names it" : "");
 	if (atomic_load(&cg_hot.engine_on) && E.owner == &cg_self && E.ctx == ctx && !E.early.on && legacy_ok &&
-	    !cg_named_hits(&E.run_named, p, n) && !cg_named_hits(&E.held_named, p, n)) {
+	    !named) {
 		if (E.mode != CG_DEFER) {
 			/* Nothing held: it goes now, and the run goes on. */
 			cg_forget_memory_locked(p, n);
@@ -1952,6 +1966,16 @@ int cg_engine_free_async(const void *p, size_t n, CUstream s)
 	}
 	cg_lock_give(&E.mu);
 	return rc;
+}
+
+void cg_engine_frees_seen(int entry)
+{
+	cg_lock_take(&E.mu);
+	E.seq++;
+	cg_wait_turn();
+	if (E.nfree && atomic_load(&cg_hot.engine_on))
+		cg_boundary_locked(entry, CG_K_SYNC, CG_WHY_UNSUPPORTED_API);
+	cg_lock_give(&E.mu);
 }
 
 static int cg_names_comm(const struct cg_tmpl *t, void *comm)

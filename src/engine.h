@@ -46,6 +46,9 @@ void cg_engine_memory_freed(const void *p, size_t n, int host) CG_HIDDEN;
  * (another thread's, memory a copy or memset of the run or the held work
  * names, too many held back). */
 int cg_engine_free_async(const void *p, size_t n, CUstream s) CG_HIDDEN;
+/* A call that sees frees in stream order made (a pool's counts): those
+ * held back go first, with the held work. */
+void cg_engine_frees_seen(int entry) CG_HIDDEN;
 /* An NCCL communicator's calls are not held from now on: held work goes
  * out and graphs with its calls are forgotten. */
 void cg_engine_forget_comm(int entry, void *comm) CG_HIDDEN;

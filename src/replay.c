@@ -199,11 +199,15 @@ static int cg_copy_overlaps(const struct cg_op *op)
 	return d < s + op->u.cp.width && s < d + op->u.cp.width;
 }
 
+int cg_copy_is_kernel(const struct cg_op *op)
+{
+	return cg_op_extent_is_value(op) && !cg_copy_overlaps(op) && cg_copy_kernel();
+}
+
 /* Whether copy op i of g is added as cgraft's copy kernel. */
 static int cg_copy_as_kernel(const struct cg_graph *g, const struct cg_op *op, size_t i)
 {
-	return g->copyk && cg_op_extent_is_value(op) && !(g->kvar && g->kvar[i]) && !cg_copy_overlaps(op) &&
-	       cg_copy_kernel();
+	return !(g->kvar && g->kvar[i]) && cg_copy_is_kernel(op);
 }
 
 /* The copy kernel's blocks: 256 threads of 16 bytes a step each, a block
@@ -302,9 +306,8 @@ static int cg_upd_scratch(struct cg_graph *g, int k)
 static int cg_add_updaters(struct cg_graph *g, const struct cg_tmpl *t, int n)
 {
 	g->devnode = calloc(t->n, sizeof *g->devnode);
-	g->copyk = calloc(t->n, 1);
 	g->blob = calloc(1, CG_UPD_MAX);
-	if (!g->devnode || !g->copyk || !g->blob || cg_upd_scratch(g, 0))
+	if (!g->devnode || !g->blob || cg_upd_scratch(g, 0))
 		return -ENOMEM;
 	g->upd_ctx = t->ops[0].ctx;
 	for (int k = 0; k < n; k++) {
@@ -360,7 +363,8 @@ static CUresult cg_node_add(struct cg_graph *g, const struct cg_op *op, size_t i
 			CUresult rc = CG_BK(graph_add_kernel, node, g->graph, deps, nd, &p);
 			if (rc == CUDA_SUCCESS) {
 				g->copyk[i] = 1;
-				g->devnode[i] = cg_devnode(*node);
+				if (g->nupd)
+					g->devnode[i] = cg_devnode(*node);
 			}
 			return rc;
 		}
@@ -541,14 +545,23 @@ static int cg_update_node(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 		break;
 	}
 	case CG_OP_COPY: {
-		if (g->copyk && g->copyk[i]) {
-			/* Overlapping ranges were sent to a copy node before (cg_pick_updated). */
+		if (g->copyk[i]) {
+			/* Overlapping ranges go to a copy node: the graph is
+			 * built again with one there (cg_pick_updated sends
+			 * them before, in a graph with updaters). */
 			struct cg_copy_args a;
 			void *argv[1];
 			CUDA_KERNEL_NODE_PARAMS p;
 			cg_copy_knode(op, &a, argv, &p);
 			if (!cg_copy_overlaps(op))
 				rc = CG_BK(exec_set_kernel, v->exec, g->node[i], &p);
+			else if (!g->nupd && !cg_kvar_mark(g, t, i)) {
+				cg_debug("node %zu of a %zu-op graph takes a copy between overlapping ranges: built again", i,
+					 t->n);
+				g->downgrade = 1;
+				g->grow = 0;
+				return -EIO;
+			}
 		} else {
 			CUDA_MEMCPY3D d;
 			cg_copy_desc(op, cg_copy_source(g, i, op, v->stage), cg_copy_dest(g, op), &d);
@@ -672,7 +685,8 @@ static int cg_graph_make(const struct cg_tmpl *t, struct cg_graph **out, const C
 	g->node = calloc(n, sizeof *g->node);
 	g->stage_off = calloc(n, sizeof *g->stage_off);
 	g->hist = calloc(n, (CG_NHIST + 1) * sizeof *g->hist + 1);
-	if (!g->node || !g->stage_off || !g->hist)
+	g->copyk = calloc(n, 1);
+	if (!g->node || !g->stage_off || !g->hist || !g->copyk)
 		goto fail;
 	g->hnow = g->hist + n * CG_NHIST;
 	g->fresh = (uint8_t *)(g->hnow + n);
@@ -834,9 +848,23 @@ int cg_graph_reaches(const struct cg_tmpl *t, const void *p, size_t n)
 	return cg_graph_touches(t, cg_params_reach, p, n);
 }
 
+/* Copy kernels hold only bytes, as kernel nodes do: their ops name no
+ * memory the graph holds. Before the graph is built, every op's. */
 int cg_graph_names_memory(const struct cg_tmpl *t, const void *p, size_t n)
 {
-	return cg_graph_touches(t, cg_op_names_memory, p, n);
+	const struct cg_graph *g = t->g;
+	if (!g)
+		return cg_graph_touches(t, cg_op_names_memory, p, n);
+	for (size_t i = 0; i < t->n; i++) {
+		if (g->copyk[i])
+			continue;
+		int hit = cg_op_names_memory(&t->ops[i], p, n) || (g->built && cg_op_names_memory(&g->built[i], p, n));
+		for (int v = 0; v < g->nvar && !hit; v++)
+			hit = cg_op_names_memory(&g->var[v].vals[i], p, n);
+		if (hit)
+			return 1;
+	}
+	return 0;
 }
 
 /* ---- variants ---------------------------------------------------------------- */

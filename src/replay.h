@@ -22,9 +22,14 @@ const struct cg_op *cg_graph_expect(const struct cg_tmpl *t, size_t i) CG_HIDDEN
 /* Whether a kernel of t, as recorded or in a variant, is given an address
  * in [p, p + n). */
 int cg_graph_reaches(const struct cg_tmpl *t, const void *p, size_t n) CG_HIDDEN;
-/* Whether a copy or memset of t, as recorded or in a variant, names memory
- * in [p, p + n). */
+/* Whether a copy or memset node of t's graph (before it is built, a copy or
+ * memset of t), as recorded or in a variant, names memory in [p, p + n):
+ * such a node holds the allocation it named. */
 int cg_graph_names_memory(const struct cg_tmpl *t, const void *p, size_t n) CG_HIDDEN;
+/* Whether a copy op goes into graphs as cgraft's copy kernel, a kernel node
+ * that holds only bytes: a linear copy between device memory whose ranges
+ * do not overlap, where the kernel is there. */
+int cg_copy_is_kernel(const struct cg_op *op) CG_HIDDEN;
 
 struct cg_launch {
 	const struct cg_op *ops;  /* the held ops, n == t->n */

@@ -494,6 +494,8 @@ int cg_wait_cuMemFreeAsync(int entry, int pt, CUdeviceptr p, CUstream s)
 	const void *a = (const void *)(uintptr_t)p, *start;
 	size_t n;
 	if (!cg_on() || !a || cg_hostmem_has(a) || cg_mem_device_range(a, &start, &n)) {
+		if (cg_on())
+			cg_debug("free in stream order of %p: not device memory whose allocation starts there", a);
 		cg_freed_unheld(entry, a, 0);
 		return 0;
 	}
@@ -508,6 +510,20 @@ int cg_wait_cuMemFreeAsync(int entry, int pt, CUdeviceptr p, CUstream s)
 int cg_wait_rt_free_async(int entry, int pt, void *p, cudaStream_t s)
 {
 	return cg_wait_cuMemFreeAsync(entry, pt, (CUdeviceptr)(uintptr_t)p, (CUstream)s);
+}
+
+void cg_pre_cuMemPoolGetAttribute(int entry, int pt, CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+	(void)pt, (void)pool, (void)attr, (void)value;
+	if (cg_on())
+		cg_engine_frees_seen(entry);
+}
+
+void cg_pre_rt_pool_get_attr(int entry, int pt, cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value)
+{
+	(void)pt, (void)pool, (void)attr, (void)value;
+	if (cg_on())
+		cg_engine_frees_seen(entry);
 }
 
 void cg_pre_cuMemUnmap(int entry, int pt, CUdeviceptr p, size_t n)

@@ -114,6 +114,11 @@ CG_PRE(cuMemFree_v2, CUdeviceptr p);
  * (held back behind held work). */
 int cg_wait_rt_free_async(int entry, int pt, void *p, cudaStream_t s) CG_HIDDEN;
 int cg_wait_cuMemFreeAsync(int entry, int pt, CUdeviceptr p, CUstream s) CG_HIDDEN;
+/* A pool's counts: frees held back go first. */
+CG_PRE(rt_pool_get_attr, cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value);
+#define cg_post_rt_pool_get_attr CG_NOTHING
+CG_PRE(cuMemPoolGetAttribute, CUmemoryPool pool, CUmemPool_attribute attr, void *value);
+#define cg_post_cuMemPoolGetAttribute CG_NOTHING
 /* A mapping passes through as an allocation does; host-located memory is
  * noted as host memory. */
 #define cg_pre_cuMemMap CG_NOTHING

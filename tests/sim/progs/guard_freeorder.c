@@ -12,6 +12,10 @@
  *   stream and another writes it after: the free orders the two (every
  *   blocking stream's work waits for it, and it for theirs), so it ends
  *   the segment.
+ * - COPY: a temporary copied into another with cudaMemcpyAsync (as a
+ *   tensor's clone), both freed amid the step: the copy is a node of
+ *   cgraft's copy kernel, which holds only bytes, so neither free ends the
+ *   segment nor makes a graph go.
  * - CROSS: a temporary of one stream freed, and another stream's
  *   temporary allocated, amid the step: made at once, the free would let
  *   the pool hand its memory to the other stream while the held work that
@@ -48,6 +52,12 @@ int main(void)
 #ifdef NAMED
         CK(cudaMemsetAsync(b, 0, N * sizeof(float), 0));
         acc(0, b, a, 0.5f, N);
+#elif defined(COPY)
+        float *d;
+        CK(cudaMallocAsync((void **)&d, N * sizeof(float), 0));
+        CK(cudaMemcpyAsync(d, a, N * sizeof(float), cudaMemcpyDeviceToDevice, 0));
+        mix(0, b, d, y, N);
+        CK(cudaFreeAsync(d, 0));
 #else
         mix(0, b, a, y, N);
 #endif
