@@ -252,6 +252,16 @@ static enum cg_mem cg_mem_type(const void *p)
 	}
 }
 
+/* Host memory a kernel reaches at its own address. */
+static int cg_mem_mapped(const void *p)
+{
+	CUdeviceptr d = 0;
+	CUpointer_attribute at = CU_POINTER_ATTRIBUTE_DEVICE_POINTER;
+	void *data = &d;
+	return CG_BK(pointer_attrs, 1, &at, &data, (CUdeviceptr)(uintptr_t)p) == CUDA_SUCCESS &&
+	       d == (CUdeviceptr)(uintptr_t)p;
+}
+
 int cg_mem_is_host(const void *p)
 {
 	return cg_mem_type(p) == CG_MEM_HOST;
@@ -378,6 +388,9 @@ static int cg_op_copy(struct cg_op *op, int pt, enum cg_reason *why, const struc
 	}
 	if (c->sync && k != cudaMemcpyDeviceToDevice)
 		op->flags |= CG_F_HOST_WAITS;
+	if (k == cudaMemcpyDeviceToHost && md == CG_MEM_HOST && c->height == 1 && c->depth == 1 &&
+	    c->width <= CG_COPY_HOST_KERNEL_MAX && cg_mem_mapped(c->dst))
+		op->flags |= CG_F_DST_MAPPED;
 	if (ms == CG_MEM_PAGEABLE) {
 		op->flags |= CG_F_SRC_PAGEABLE;
 		/* Held, a pageable source is read at the call: a snapshot. A

@@ -29,7 +29,13 @@ enum cg_op_flag {
 	 * cgraft's, copied out once the host has waited (replay.c): a graph's
 	 * copy into pageable memory is slower. */
 	CG_F_LANDS_PINNED = 1 << 4,
+	/* A read-back's destination host memory a kernel may write at its
+	 * address (pinned, mapped into the device's address space). */
+	CG_F_DST_MAPPED = 1 << 5,
 };
+/* Read-backs up to this size go into graphs as cgraft's copy kernel where
+ * their destination is mapped or the landing: a kernel holds no allocation. */
+#define CG_COPY_HOST_KERNEL_MAX ((size_t)64 << 10)
 
 /* Kernel parameter layout, learnt once per handle. */
 enum cg_khandle { CG_KH_FUNCTION, CG_KH_KERNEL };

@@ -201,7 +201,13 @@ static int cg_copy_overlaps(const struct cg_op *op)
 
 int cg_copy_is_kernel(const struct cg_op *op)
 {
-	return cg_op_extent_is_value(op) && !cg_copy_overlaps(op) && cg_copy_kernel();
+	if (op->kind != CG_OP_COPY || op->u.cp.height != 1 || op->u.cp.depth != 1 || op->u.cp.src_host)
+		return 0;
+	if (op->u.cp.dst_host ? !(op->flags & (CG_F_LANDS_PINNED | CG_F_DST_MAPPED)) ||
+					op->u.cp.width > CG_COPY_HOST_KERNEL_MAX
+			      : cg_copy_overlaps(op))
+		return 0;
+	return cg_copy_kernel() != NULL;
 }
 
 /* Whether copy op i of g is added as cgraft's copy kernel. */
@@ -218,19 +224,19 @@ static uint32_t cg_copy_grid(uint64_t n)
 	return b < 1 ? 1 : b > 1024 ? 1024 : (uint32_t)b;
 }
 
-static void cg_copy_args_of(const struct cg_op *op, struct cg_copy_args *a)
+static void cg_copy_args_of(const struct cg_graph *g, const struct cg_op *op, struct cg_copy_args *a)
 {
 	memset(a, 0, sizeof *a);
-	a->dst = op->u.cp.dst;
+	a->dst = cg_copy_dest(g, op);
 	a->src = op->u.cp.src;
 	a->n = op->u.cp.width;
 }
 
 /* Copy op as cgraft's copy kernel: its node's parameters, a and argv with them. */
-static void cg_copy_knode(const struct cg_op *op, struct cg_copy_args *a, void **argv,
+static void cg_copy_knode(const struct cg_graph *g, const struct cg_op *op, struct cg_copy_args *a, void **argv,
 			  CUDA_KERNEL_NODE_PARAMS *p)
 {
-	cg_copy_args_of(op, a);
+	cg_copy_args_of(g, op, a);
 	argv[0] = a;
 	memset(p, 0, sizeof *p);
 	p->kern = cg_copy_kernel();
@@ -359,7 +365,7 @@ static CUresult cg_node_add(struct cg_graph *g, const struct cg_op *op, size_t i
 			struct cg_copy_args a;
 			void *argv[1];
 			CUDA_KERNEL_NODE_PARAMS p;
-			cg_copy_knode(op, &a, argv, &p);
+			cg_copy_knode(g, op, &a, argv, &p);
 			CUresult rc = CG_BK(graph_add_kernel, node, g->graph, deps, nd, &p);
 			if (rc == CUDA_SUCCESS) {
 				g->copyk[i] = 1;
@@ -552,7 +558,7 @@ static int cg_update_node(struct cg_graph *g, const struct cg_tmpl *t, struct cg
 			struct cg_copy_args a;
 			void *argv[1];
 			CUDA_KERNEL_NODE_PARAMS p;
-			cg_copy_knode(op, &a, argv, &p);
+			cg_copy_knode(g, op, &a, argv, &p);
 			if (!cg_copy_overlaps(op))
 				rc = CG_BK(exec_set_kernel, v->exec, g->node[i], &p);
 			else if (!g->nupd && !cg_kvar_mark(g, t, i)) {
@@ -971,8 +977,8 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
 		const uint32_t *grid = NULL;
 		size_t nb;
 		if (copyk) {
-			cg_copy_args_of(was, &ca);
-			cg_copy_args_of(o, &cb);
+			cg_copy_args_of(g, was, &ca);
+			cg_copy_args_of(g, o, &cb);
 			pa = (const uint8_t *)&ca;
 			pb = (const uint8_t *)&cb;
 			nb = sizeof cb;

@@ -16,6 +16,10 @@
  *   tensor's clone), both freed amid the step: the copy is a node of
  *   cgraft's copy kernel, which holds only bytes, so neither free ends the
  *   segment nor makes a graph go.
+ * - READBACK: the step ends reading a temporary back (into pinned memory,
+ *   or, with READBACK=hpage, pageable), then frees it: the read-back is a
+ *   node of the copy kernel too, into the pinned memory at its address or
+ *   the landing, and the free makes no graph go.
  * - CROSS: a temporary of one stream freed, and another stream's
  *   temporary allocated, amid the step: made at once, the free would let
  *   the pool hand its memory to the other stream while the held work that
@@ -31,6 +35,11 @@ int main(void)
     cudaStream_t s = start_y_r(&y, &r), s3;
     CK(cudaStreamCreate(&s3));
     float *z = dev_alloc_init(N, 0.25f), *w = dev_alloc_init(N, 2.0f);
+#ifdef READBACK
+    float *hpin, hpage[64];
+    CK(cudaMallocHost((void **)&hpin, sizeof hpage));
+    (void)hpin, (void)hpage;
+#endif
     for (int it = 0; it < ITERS; it++) {
         float *a, *b, *c;
 #ifdef CROSS
@@ -77,7 +86,16 @@ int main(void)
         CK(cudaFreeAsync(c, 0));
         axpb(0, y, 0.5f, 0.01f, N);
 #endif
+#if defined(READBACK)
+        float *t;
+        CK(cudaMallocAsync((void **)&t, N * sizeof(float), 0));
+        mix(0, t, y, y + N, N);
+        CK(cudaMemcpy(READBACK, t, sizeof host, cudaMemcpyDeviceToHost));
+        CK(cudaFreeAsync(t, 0));
+        memcpy(host, READBACK, sizeof host);
+#else
         CK(cudaMemcpy(host, y, sizeof host, cudaMemcpyDeviceToHost));
+#endif
 #ifndef NAMED
         CK(cudaFreeAsync(b, 0));
 #endif
