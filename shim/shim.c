@@ -212,16 +212,17 @@ CG_EXPORT unsigned long long cgraft_call_time_ns(int on)
 		return rc;                                                      \
 	}
 
-/* The host's wait is no cost of a call: the real call is not timed
- * (cgraft_call_time_ns), as the SYNC kind's trampolines are not; cgraft's
- * own work before it is. */
+/* The host's wait is no cost of a call: a synchronisation's real call is
+ * not timed (cgraft_call_time_ns), as the SYNC kind's trampolines are not;
+ * cgraft's own work before it is. A free's is (CG_WAIT_UNTIMED_<family>). */
 #define CG_WRAP_WAIT(name, family, pt, params, args)                            \
 	CG_EXPORT cudaError_t name params                                       \
 	{                                                                       \
 		CG_RT_ENTER(name, args);                                        \
 		if (cg_wait_##family(CG_E_##name, pt, CG_UNPAREN args))         \
 			return cudaSuccess;                                     \
-		cg_whole_stop(&cg_whole_);                                      \
+		if (CG_WAIT_UNTIMED_##family)                                   \
+			cg_whole_stop(&cg_whole_);                              \
 		cg_busy++;                                                      \
 		cudaError_t rc_ = cg_real.name args;                            \
 		cg_busy--;                                                      \

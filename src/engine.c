@@ -157,6 +157,7 @@ static struct {
 	 * name memory freed since. */
 	struct cg_free frees[CG_FREES];
 	int nfree;
+	int counts_seen;             /* the program read a pool's counts: frees end segments */
 	size_t free_bytes;
 	struct cg_named run_named, held_named;
 } E __attribute__((aligned(128))) = {
@@ -1951,7 +1952,7 @@ int cg_engine_free_async(const void *p, size_t n, CUstream s)
 		cg_debug("free in stream order of %p (%zu bytes)%s%s", p, n, legacy_ok ? "" : ": after another stream's work",
 			 named ? ": a copy or memset of the segment names it" : "");
 	if (atomic_load(&cg_hot.engine_on) && E.owner == &cg_self && E.ctx == ctx && !E.early.on && legacy_ok &&
-	    !named) {
+	    !named && !E.counts_seen) {
 		if (E.mode != CG_DEFER) {
 			/* Nothing held: it goes now, and the run goes on. */
 			cg_forget_memory_locked(p, n);
@@ -1973,6 +1974,9 @@ void cg_engine_frees_seen(int entry)
 	cg_lock_take(&E.mu);
 	E.seq++;
 	cg_wait_turn();
+	if (!E.counts_seen)
+		cg_debug("a pool's counts are read: frees in stream order end segments from now on");
+	E.counts_seen = 1;
 	if (E.nfree && atomic_load(&cg_hot.engine_on))
 		cg_boundary_locked(entry, CG_K_SYNC, CG_WHY_UNSUPPORTED_API);
 	cg_lock_give(&E.mu);

@@ -47,7 +47,9 @@ void cg_engine_memory_freed(const void *p, size_t n, int host) CG_HIDDEN;
  * names, too many held back). */
 int cg_engine_free_async(const void *p, size_t n, CUstream s) CG_HIDDEN;
 /* A call that sees frees in stream order made (a pool's counts): those
- * held back go first, with the held work. */
+ * held back go first, with the held work, and from then on every such free
+ * ends the segment (held back or not, the counts would differ from eager's,
+ * and a step learnt across frees would not replay cut at them). */
 void cg_engine_frees_seen(int entry) CG_HIDDEN;
 /* An NCCL communicator's calls are not held from now on: held work goes
  * out and graphs with its calls are forgotten. */

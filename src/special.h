@@ -26,6 +26,13 @@ CG_PRE(cuEventSynchronize, CUevent e);
 CG_PRE(cuEventElapsedTime_v2, float *ms, CUevent a, CUevent b);
 #define cg_post_cuEventElapsedTime_v2 CG_NOTHING
 
+/* Whether a WAIT family's real call is a wait, not timed as the call's cost
+ * (shim.c): a synchronisation's is, a free's is not. */
+#define CG_WAIT_UNTIMED_rt_stream_sync 1
+#define CG_WAIT_UNTIMED_cuStreamSynchronize 1
+#define CG_WAIT_UNTIMED_rt_free_async 0
+#define CG_WAIT_UNTIMED_cuMemFreeAsync 0
+
 /* A stream synchronisation: 1 where it is answered without the real call. */
 int cg_wait_rt_stream_sync(int entry, int pt, cudaStream_t s) CG_HIDDEN;
 int cg_wait_cuStreamSynchronize(int entry, int pt, CUstream s) CG_HIDDEN;

@@ -1123,6 +1123,19 @@ CUresult cuMemPoolDestroy(CUmemoryPool pool)
     return CUDA_SUCCESS;
 }
 
+/* A pool's counts: the simulator keeps none, and answers 0. */
+CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    if (!pool || !value)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (attr == CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES || attr == CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC ||
+        attr == CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES)
+        *(int *)value = 1;
+    else
+        *(cuuint64_t *)value = 0;
+    return CUDA_SUCCESS;
+}
+
 static CUresult alloc_from_pool(CUdeviceptr *dptr, size_t n, CUmemoryPool pool, CUstream s, int ptsz)
 {
     void *p = NULL;
@@ -1970,6 +1983,7 @@ static const struct proc {
     P("cuMemFreeAsync", "cuMemFreeAsync", "cuMemFreeAsync_ptsz"),
     P("cuMemPoolCreate", "cuMemPoolCreate", NULL),
     P("cuMemPoolDestroy", "cuMemPoolDestroy", NULL),
+    P("cuMemPoolGetAttribute", "cuMemPoolGetAttribute", NULL),
     P("cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync", "cuMemAllocFromPoolAsync_ptsz"),
     P("cuMemGetAllocationGranularity", "cuMemGetAllocationGranularity", NULL),
     P("cuMemAddressReserve", "cuMemAddressReserve", NULL),

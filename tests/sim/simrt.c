@@ -67,6 +67,7 @@
     X(MemFreeAsync, "cuMemFreeAsync", cuMemFreeAsync) \
     X(MemPoolCreate, "cuMemPoolCreate", cuMemPoolCreate) \
     X(MemPoolDestroy, "cuMemPoolDestroy", cuMemPoolDestroy) \
+    X(MemPoolGetAttribute, "cuMemPoolGetAttribute", cuMemPoolGetAttribute) \
     X(MemAllocFromPoolAsync, "cuMemAllocFromPoolAsync", cuMemAllocFromPoolAsync) \
     X(FuncGetParamInfo, "cuFuncGetParamInfo", cuFuncGetParamInfo) \
     X(FuncGetAttribute, "cuFuncGetAttribute", cuFuncGetAttribute) \
@@ -411,6 +412,11 @@ cudaError_t cudaMemPoolCreate(cudaMemPool_t *memPool, const struct cudaMemPoolPr
 cudaError_t cudaMemPoolDestroy(cudaMemPool_t memPool)
 {
     return DRV(MemPoolDestroy, 0, (CUmemoryPool)memPool);
+}
+
+cudaError_t cudaMemPoolGetAttribute(cudaMemPool_t memPool, enum cudaMemPoolAttr attr, void *value)
+{
+    return DRV(MemPoolGetAttribute, 0, (CUmemoryPool)memPool, (CUmemPool_attribute)attr, value);
 }
 
 static cudaError_t malloc_from_pool(void **p, size_t size, cudaMemPool_t pool, cudaStream_t s, int ptsz)

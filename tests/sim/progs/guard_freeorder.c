@@ -20,6 +20,10 @@
  *   or, with READBACK=hpage, pageable), then frees it: the read-back is a
  *   node of the copy kernel too, into the pinned memory at its address or
  *   the landing, and the free makes no graph go.
+ * - COUNTS: the program reads a pool's counts after a free amid the step,
+ *   as CuPy's pool does at every allocation: the frees held back go then,
+ *   and every free ends the segment from then on (the step is learnt
+ *   between them, not across, and replays so).
  * - CROSS: a temporary of one stream freed, and another stream's
  *   temporary allocated, amid the step: made at once, the free would let
  *   the pool hand its memory to the other stream while the held work that
@@ -35,6 +39,9 @@ int main(void)
     cudaStream_t s = start_y_r(&y, &r), s3;
     CK(cudaStreamCreate(&s3));
     float *z = dev_alloc_init(N, 0.25f), *w = dev_alloc_init(N, 2.0f);
+#ifdef COUNTS
+    cudaMemPool_t pool = pool_at(cudaMemLocationTypeDevice);
+#endif
 #ifdef READBACK
     float *hpin, hpage[64];
     CK(cudaMallocHost((void **)&hpin, sizeof hpage));
@@ -71,6 +78,10 @@ int main(void)
         mix(0, b, a, y, N);
 #endif
         CK(cudaFreeAsync(a, 0));
+#ifdef COUNTS
+        unsigned long long used;
+        CK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
+#endif
         CK(cudaMallocAsync((void **)&c, N * sizeof(float), 0));
         mix(0, c, b, y, N);
 #ifdef NAMED
