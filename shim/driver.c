@@ -120,8 +120,9 @@ static void *cg_drv_real(void **slot, const char *name)
 		CG_DRV_ENTER(name, args);                                       \
 		if (cg_wait_##family(CG_E_##name, pt, CG_UNPAREN args))         \
 			return CUDA_SUCCESS;                                    \
-		if (CG_WAIT_UNTIMED_##family)                                   \
-			cg_whole_stop(&cg_whole_);                              \
+		if (!CG_WAIT_UNTIMED_##family)                                  \
+			return CG_DCALL(name, args);                            \
+		cg_whole_stop(&cg_whole_);                                      \
 		cg_busy++;                                                      \
 		CUresult rc_ = cg_drv.name args;                                \
 		cg_busy--;                                                      \

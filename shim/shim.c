@@ -221,8 +221,9 @@ CG_EXPORT unsigned long long cgraft_call_time_ns(int on)
 		CG_RT_ENTER(name, args);                                        \
 		if (cg_wait_##family(CG_E_##name, pt, CG_UNPAREN args))         \
 			return cudaSuccess;                                     \
-		if (CG_WAIT_UNTIMED_##family)                                   \
-			cg_whole_stop(&cg_whole_);                              \
+		if (!CG_WAIT_UNTIMED_##family)                                  \
+			return CG_CALL_REAL(name, args);                        \
+		cg_whole_stop(&cg_whole_);                                      \
 		cg_busy++;                                                      \
 		cudaError_t rc_ = cg_real.name args;                            \
 		cg_busy--;                                                      \
