@@ -1946,7 +1946,7 @@ int cg_engine_free_async(const void *p, size_t n, CUstream s)
 	 * held, is all on the legacy stream too does it order nothing the
 	 * graph's order (cg_dag_build) would not. */
 	int legacy_ok = s != CU_STREAM_LEGACY ||
-			(!E.run_named.other && (E.mode != CG_DEFER || E.held.n <= E.cand[0]->legacy_n));
+			(!E.run_named.other && (E.mode != CG_DEFER || (E.ncand && E.held.n <= E.cand[0]->legacy_n)));
 	int named = cg_named_hits(&E.run_named, p, n) || cg_named_hits(&E.held_named, p, n);
 	if (cg_unlikely(cg_log_level >= CG_LOG_DEBUG))
 		cg_debug("free in stream order of %p (%zu bytes)%s%s", p, n, legacy_ok ? "" : ": after another stream's work",
