@@ -1819,7 +1819,12 @@ static int cg_names_memory(const struct cg_tmpl *t, void *cookie)
 static void cg_forget_memory_locked(const void *p, size_t n)
 {
 	struct cg_freed_range r = { p, n };
-	cg_build_pause();
+	/* The build under way is waited for only where its template names
+	 * the memory: another goes on (the lock keeps a new one from starting
+	 * but where graphs are destroyed, and then with a template kept). */
+	int pause = E.build.current && cg_names_memory(E.build.current, &r);
+	if (pause)
+		cg_build_pause();
 	struct cg_tmpl *gone = cg_table_take_if(cg_names_memory, &r);
 	for (const struct cg_tmpl *t = gone; t; t = t->next) {
 		cg_stat_add(forgotten_freed, 1);
@@ -1834,7 +1839,8 @@ static void cg_forget_memory_locked(const void *p, size_t n)
 		}
 	}
 	cg_bury(gone);
-	cg_build_go();
+	if (pause)
+		cg_build_go();
 }
 
 /* What a reset may take away, forgotten whether or not the engine stands

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "log.h"
+#include "replay.h"
 #include "tmpl.h"
 
 #define CG_BUCKETS 1024 /* power of two */
@@ -48,6 +49,8 @@ struct cg_tmpl *cg_tmpl_new(const struct cg_op *ops, size_t n, uint64_t eager_ns
 	t->ops = (struct cg_op *)blk;
 	while (t->legacy_n < n && ops[t->legacy_n].stream == CU_STREAM_LEGACY)
 		t->legacy_n++;
+	for (size_t i = 0; i < n && !t->binds; i++)
+		t->binds = ops[i].kind == CG_OP_MEMSET || (ops[i].kind == CG_OP_COPY && !cg_copy_is_kernel(&ops[i]));
 	CUlaunchAttribute *attr = (CUlaunchAttribute *)(t->ops + n);
 	uint8_t *p = (uint8_t *)(attr + at);
 	memcpy(t->ops, ops, n * sizeof *ops);

@@ -859,10 +859,14 @@ int cg_graph_reaches(const struct cg_tmpl *t, const void *p, size_t n)
 int cg_graph_names_memory(const struct cg_tmpl *t, const void *p, size_t n)
 {
 	const struct cg_graph *g = t->g;
+	/* Only copy kernels and kernels where no node was given another
+	 * (a copy whose ranges overlapped is a copy node then). */
+	if (!t->binds && !(g && g->kvar))
+		return 0;
 	if (!g)
 		return cg_graph_touches(t, cg_op_names_memory, p, n);
 	for (size_t i = 0; i < t->n; i++) {
-		if (g->copyk[i])
+		if (g->copyk[i] || (t->ops[i].kind != CG_OP_COPY && t->ops[i].kind != CG_OP_MEMSET))
 			continue;
 		int hit = cg_op_names_memory(&t->ops[i], p, n) || (g->built && cg_op_names_memory(&g->built[i], p, n));
 		for (int v = 0; v < g->nvar && !hit; v++)

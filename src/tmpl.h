@@ -37,6 +37,9 @@ struct cg_tmpl {
 	 * updater (replay.c); the back-off asked for one once, rather than
 	 * judge it slower than eager (want_updater: at its next launch). */
 	uint8_t host_updates, updater_asked, want_updater;
+	/* It has a memset, or a copy that is no copy kernel: a node of its
+	 * graph may hold memory it names (cg_graph_names_memory). */
+	uint8_t binds;
 	struct cg_tmpl *next_piece;      /* a chain: launched after this one */
 	int follows;                     /* a chain's later piece: never starts a match */
 	/* Starts no match either: it replays what a deferral's end leaves
