@@ -15,7 +15,8 @@
  * - COPY: a temporary copied into another with cudaMemcpyAsync (as a
  *   tensor's clone), both freed amid the step: the copy is a node of
  *   cgraft's copy kernel, which holds only bytes, so neither free ends the
- *   segment nor makes a graph go.
+ *   segment nor makes a graph go (though the graph holds memory, a memset
+ *   of memory that stays).
  * - READBACK: the step ends reading a temporary back (into pinned memory,
  *   or, with READBACK=hpage, pageable), then frees it: the read-back is a
  *   node of the copy kernel too, into the pinned memory at its address or
@@ -72,6 +73,7 @@ int main(void)
         float *d;
         CK(cudaMallocAsync((void **)&d, N * sizeof(float), 0));
         CK(cudaMemcpyAsync(d, a, N * sizeof(float), cudaMemcpyDeviceToDevice, 0));
+        CK(cudaMemsetAsync(r, 0, sizeof(float), 0));
         mix(0, b, d, y, N);
         CK(cudaFreeAsync(d, 0));
 #else
