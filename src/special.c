@@ -521,9 +521,7 @@ void cg_pre_cuMemPoolGetAttribute(int entry, int pt, CUmemoryPool pool, CUmemPoo
 
 void cg_pre_rt_pool_get_attr(int entry, int pt, cudaMemPool_t pool, enum cudaMemPoolAttr attr, void *value)
 {
-	(void)pt, (void)pool, (void)attr, (void)value;
-	if (cg_on())
-		cg_engine_frees_seen(entry);
+	cg_pre_cuMemPoolGetAttribute(entry, pt, (CUmemoryPool)pool, (CUmemPool_attribute)attr, value);
 }
 
 void cg_pre_cuMemUnmap(int entry, int pt, CUdeviceptr p, size_t n)
