@@ -113,6 +113,18 @@ static void *cg_drv_real(void **slot, const char *name)
 		return rc;                                                      \
 	}
 
+/* An allocation in stream order, made again as the runtime's (shim.c). */
+#define CG_DWRAP_ALLOC(name, family, pt, params, args)                          \
+	CG_EXPORT CUresult name params                                          \
+	{                                                                       \
+		CG_DRV_ENTER(name, args);                                       \
+		CUresult rc = CG_DCALL(name, args);                             \
+		if (cg_unlikely(rc == CUDA_ERROR_OUT_OF_MEMORY) && cg_engine_alloc_failed(CG_E_##name)) \
+			rc = CG_DCALL(name, args);                              \
+		cg_post_##family(CG_E_##name, pt, (int)rc, CG_UNPAREN args);    \
+		return rc;                                                      \
+	}
+
 /* The wait untimed, as the runtime's (shim.c). */
 #define CG_DWRAP_WAIT(name, family, pt, params, args)                           \
 	CG_EXPORT CUresult name params                                          \

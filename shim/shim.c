@@ -212,6 +212,42 @@ CG_EXPORT unsigned long long cgraft_call_time_ns(int on)
 		return rc;                                                      \
 	}
 
+/* The runtime's last error around an allocation that may be made again
+ * (CG_WRAP_ALLOC): -1 where no frees are held back (nothing would be made
+ * again), else whether the program had no error before the call, so that
+ * the failed call's error is cleared once the call made again succeeded. */
+static int cg_rt_error_kept(void)
+{
+	if (cg_likely(!cg_engine_frees_held()))
+		return -1;
+	cudaError_t (*peek)(void) = (cudaError_t (*)(void))cg_entry_real(CG_E_cudaPeekAtLastError);
+	return peek && peek() == cudaSuccess;
+}
+
+static void cg_rt_error_clear(void)
+{
+	cudaError_t (*get)(void) = (cudaError_t (*)(void))cg_entry_real(CG_E_cudaGetLastError);
+	if (get)
+		(void)get();
+}
+
+/* An allocation in stream order: made again where it failed for want of
+ * memory that the frees held back behind held work give back once they
+ * went out (eagerly they came before it). */
+#define CG_WRAP_ALLOC(name, family, pt, params, args)                           \
+	CG_EXPORT cudaError_t name params                                       \
+	{                                                                       \
+		CG_RT_ENTER(name, args);                                        \
+		int clean_ = cg_rt_error_kept();                                \
+		cudaError_t rc = CG_CALL_REAL(name, args);                      \
+		if (cg_unlikely(rc == cudaErrorMemoryAllocation) && clean_ >= 0 && \
+		    cg_engine_alloc_failed(CG_E_##name) &&                      \
+		    (rc = CG_CALL_REAL(name, args)) == cudaSuccess && clean_)   \
+			cg_rt_error_clear();                                    \
+		cg_post_##family(CG_E_##name, pt, (int)rc, CG_UNPAREN args);    \
+		return rc;                                                      \
+	}
+
 /* The host's wait is no cost of a call: a synchronisation's real call is
  * not timed (cgraft_call_time_ns), as the SYNC kind's trampolines are not;
  * cgraft's own work before it is. A free's is (CG_WAIT_UNTIMED_<family>). */

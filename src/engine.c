@@ -1988,6 +1988,27 @@ void cg_engine_frees_seen(int entry)
 	cg_lock_give(&E.mu);
 }
 
+int cg_engine_frees_held(void)
+{
+	return __atomic_load_n(&E.nfree, __ATOMIC_RELAXED) != 0;
+}
+
+int cg_engine_alloc_failed(int entry)
+{
+	cg_lock_take(&E.mu);
+	E.seq++;
+	cg_wait_turn();
+	int held = E.nfree != 0;
+	if (held) {
+		cg_debug("%s failed for want of memory while %d frees are held back: they go, and the call is made again",
+			 cg_entries[entry].name, E.nfree);
+		cg_stat_add(allocs_again, 1);
+		cg_boundary_locked(entry, CG_K_SYNC, CG_WHY_UNSUPPORTED_API);
+	}
+	cg_lock_give(&E.mu);
+	return held;
+}
+
 static int cg_names_comm(const struct cg_tmpl *t, void *comm)
 {
 	for (size_t i = 0; i < t->n; i++)

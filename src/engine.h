@@ -51,6 +51,13 @@ int cg_engine_free_async(const void *p, size_t n, CUstream s) CG_HIDDEN;
  * ends the segment (held back or not, the counts would differ from eager's,
  * and a step learnt across frees would not replay cut at them). */
 void cg_engine_frees_seen(int entry) CG_HIDDEN;
+/* Whether frees in stream order are held back now (a hint, read without
+ * the lock). */
+int cg_engine_frees_held(void) CG_HIDDEN;
+/* An allocation in stream order failed for want of memory: 1 where frees
+ * were held back, which went out now with the held work before them (the
+ * call is to be made again: eagerly they came before it), else 0. */
+int cg_engine_alloc_failed(int entry) CG_HIDDEN;
 /* An NCCL communicator's calls are not held from now on: held work goes
  * out and graphs with its calls are forgotten. */
 void cg_engine_forget_comm(int entry, void *comm) CG_HIDDEN;

@@ -102,12 +102,11 @@ CG_POST(cuMemHostAlloc, void **p, size_t n, unsigned int flags);
 CG_POST(cuMemHostRegister_v2, void *p, size_t n, unsigned int flags);
 #define cg_pre_cuMemAllocManaged CG_NOTHING
 CG_POST(cuMemAllocManaged, CUdeviceptr *p, size_t n, unsigned int flags);
-/* Stream-ordered allocation from a pool: passed through at once, as
- * cudaMallocAsync is (cuda_api.def); a host-located pool's memory is host
- * memory. */
-#define cg_pre_rt_malloc_from_pool CG_NOTHING
+/* Stream-ordered allocations (ALLOC in cuda_api.def), made at once: a
+ * host-located pool's memory is host memory. */
+#define cg_post_rt_malloc_async CG_NOTHING
+#define cg_post_cuMemAllocAsync CG_NOTHING
 CG_POST(rt_malloc_from_pool, void **p, size_t n, cudaMemPool_t pool, cudaStream_t s);
-#define cg_pre_cuMemAllocFromPoolAsync CG_NOTHING
 CG_POST(cuMemAllocFromPoolAsync, CUdeviceptr *p, size_t n, CUmemoryPool pool, CUstream s);
 CG_PRE(cuMemHostUnregister, void *p);
 #define cg_post_cuMemHostUnregister CG_NOTHING

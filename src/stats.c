@@ -66,8 +66,8 @@ void cg_stats_write_json(FILE *f)
 	cg_write_entries(f, "boundary_calls", cg_stats.boundaries, 1);
 	cg_write_entries(f, "boundary_driver_calls", cg_stats.boundaries, 0);
 	fprintf(f, "  \"lookups\": %llu,\n  \"syncs_answered\": %llu,\n  \"graphs_forgotten_freed\": %llu,\n"
-		   "  \"frees_held\": %llu,\n",
-		LD(lookups), LD(syncs_answered), LD(forgotten_freed), LD(frees_held));
+		   "  \"frees_held\": %llu,\n  \"allocs_again\": %llu,\n",
+		LD(lookups), LD(syncs_answered), LD(forgotten_freed), LD(frees_held), LD(allocs_again));
 	fprintf(f, "  \"segments\": %llu,\n  \"graphs_built\": %llu,\n  \"graph_launches\": %llu,\n"
 		   "  \"ops_total\": %llu,\n  \"ops_replayed\": %llu,\n  \"divergences\": %llu,\n"
 		   "  \"pieces_eager\": %llu,\n  \"node_updates\": %llu,\n  \"node_updates_device\": %llu,\n"
@@ -193,6 +193,9 @@ void cg_stats_write_report(FILE *f)
 			LD(forgotten_freed));
 	if (LD(frees_held))
 		fprintf(f, "cgraft:   frees in stream order made after the held work before them: %llu\n", LD(frees_held));
+	if (LD(allocs_again))
+		fprintf(f, "cgraft:   allocations in stream order made again once the frees held back went out: %llu\n",
+			LD(allocs_again));
 	if (LD(held_bytes_host) || LD(held_bytes_device))
 		fprintf(f, "cgraft:   held at exit: %llu bytes of pinned staging, %llu bytes of device memory for graphs\n",
 			LD(held_bytes_host), LD(held_bytes_device));

@@ -69,7 +69,7 @@ SEMANTIC_CASES = [
     f"{kind}_{name}"
     for kind, names in (
         ("mem", "alloc_free copy_kinds copy_rotate host_register managed mapped_zero_copy memset_pitched "
-                "pageable_rewrite pingpong_grow pinned_rewrite symbols"),
+                "pageable_rewrite pingpong_grow pinned_rewrite pool_bounded symbols"),
         ("order", "drv_mix event_chains host_func launch_ex launch_shapes legacy_stream own_graph poll_spin "
                   "ptds_threads shared_stream"),
     )

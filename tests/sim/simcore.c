@@ -162,6 +162,7 @@ typedef struct sim_alloc {
     int kind, device;
     struct CUctx_st *ctx;
     unsigned flags;
+    int pooled;                     /* allocated in stream order, its free not yet called */
     unsigned long long id;
 } sim_alloc;
 
@@ -213,6 +214,10 @@ static struct {
      * driver's allocator does. */
     struct { void *p; size_t n; int kind; } spare[16];
     int nspare;
+    /* Bytes allocated in stream order whose free was not called yet: a free
+     * in stream order gives its memory back at the call (the pool hands it
+     * out again to work ordered after it), and SIM_POOL_LIMIT bounds them. */
+    size_t pool_used;
     unsigned long long capture_ids;
 } G = { .mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER };
 
@@ -2037,6 +2042,8 @@ static void alloc_release_locked(void *p)
     sim_alloc *a = alloc_find_locked(p);
     size_t n = a ? a->size : 0;
     int kind = a ? a->kind : SIM_MEM_PAGEABLE;
+    if (a && a->pooled)
+        G.pool_used -= n; /* freed by cuMemFree, not in stream order */
     alloc_forget_locked(p);
     if ((kind == SIM_MEM_DEVICE || kind == SIM_MEM_PINNED) && G.nspare < (int)(sizeof G.spare / sizeof G.spare[0])) {
         G.spare[G.nspare].p = p;
@@ -2144,10 +2151,20 @@ SIM_API CUresult simc_malloc_async(void **p, size_t n, CUstream h, int ptsz, int
     lock();
     run_some_locked();
     CUstream s = resolve_locked(h, ptsz, &r);
-    if (s) {
+    static atomic_uint limit = UINT_MAX;
+    unsigned most = env_cached(&limit, "SIM_POOL_LIMIT");
+    if (s && most && n > most - G.pool_used) {
+        *p = NULL;
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    } else if (s) {
         *p = alloc_new_locked(n, kind, s->ctx, 0);
         if (!*p)
             r = CUDA_ERROR_OUT_OF_MEMORY;
+        sim_alloc *a = *p ? alloc_find_locked(*p) : NULL;
+        if (a) {
+            a->pooled = 1;
+            G.pool_used += n;
+        }
     }
     unlock();
     return r;
@@ -2166,6 +2183,10 @@ SIM_API CUresult simc_free_async(void *p, CUstream h, int ptsz)
         uint64_t id;
         sim_work w = { .kind = s->cap ? SIM_W_NOP : SIM_W_FREE, .freeptr = p };
         r = submit_locked(s, &w, &id);
+        if (r == CUDA_SUCCESS && a->pooled && !s->cap) {
+            a->pooled = 0;
+            G.pool_used -= a->size;
+        }
     }
     unlock();
     return r;

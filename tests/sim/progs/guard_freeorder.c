@@ -28,7 +28,14 @@
  * - CROSS: a temporary of one stream freed, and another stream's
  *   temporary allocated, amid the step: made at once, the free would let
  *   the pool hand its memory to the other stream while the held work that
- *   uses it has not run. */
+ *   uses it has not run.
+ * - Run with SIM_POOL_LIMIT at what the step holds at most eagerly (two
+ *   temporaries), the allocation after a free held back fails for want of
+ *   memory: made again once the frees held back went out, it succeeds as
+ *   eagerly, and leaves the runtime no error (checked at every step). DRV
+ *   makes that allocation with the driver's cuMemAllocAsync. */
+#include <cuda.h>
+
 #include "common.h"
 
 enum { N = 512, ITERS = 30 };
@@ -84,7 +91,14 @@ int main(void)
         unsigned long long used;
         CK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrUsedMemCurrent, &used));
 #endif
+#ifdef DRV
+        CUdeviceptr cp;
+        if (cuMemAllocAsync(&cp, N * sizeof(float), 0) != CUDA_SUCCESS)
+            FAIL("cuMemAllocAsync failed at step %d", it);
+        c = (float *)(uintptr_t)cp;
+#else
         CK(cudaMallocAsync((void **)&c, N * sizeof(float), 0));
+#endif
         mix(0, c, b, y, N);
 #ifdef NAMED
         CK(cudaFreeAsync(b, 0));
@@ -114,6 +128,9 @@ int main(void)
 #endif
 #endif
         sum += host[it % 64];
+        cudaError_t left = cudaGetLastError();
+        if (left != cudaSuccess)
+            printf("step %d left the runtime's error %d\n", it, (int)left);
     }
     CK(cudaDeviceSynchronize());
     printf("sum %.9g\n", sum);
