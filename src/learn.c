@@ -14,45 +14,77 @@
 #include "tmpl.h"
 
 /* ---- seen shapes ---------------------------------------------------------- */
-#define CG_SEEN_SLOTS 4096
+/* Both tables are set-associative, the least recently used of a set's ways
+ * giving way: runs that alternate (a step's pieces between the frees or
+ * syncs that end them) must not evict each other's counts or last runs at
+ * every turn, whatever their keys' hashes (which carry handles' addresses,
+ * so differ from process to process). */
+#define CG_WAYS 4
+#define CG_SEEN_SETS 1024
 
-static struct {
+static struct cg_seen_way {
 	uint64_t key;
 	size_t n;
 	long count;
-} cg_seen[CG_SEEN_SLOTS];
+	uint64_t used;
+} cg_seen[CG_SEEN_SETS][CG_WAYS];
+static uint64_t cg_learn_clock; /* under the engine lock, as every table here */
 
-/* Direct-mapped: a collision only delays a build, never makes one wrong
- * (templates compare every op before they are used). */
+/* The way of set ways[] holding what match() says, marked used now, else
+ * (*fresh) the least recently used one, for the caller to fill. */
+#define CG_WAY_PICK(ways, match, fresh)                                                 \
+	({                                                                              \
+		int w_ = -1, lru_ = 0;                                                  \
+		for (int i_ = 0; i_ < CG_WAYS && w_ < 0; i_++)                          \
+			if (match(&(ways)[i_]))                                         \
+				w_ = i_;                                                \
+			else if ((ways)[i_].used < (ways)[lru_].used)                   \
+				lru_ = i_;                                              \
+		if (w_ >= 0)                                                            \
+			(ways)[w_].used = ++cg_learn_clock;                             \
+		*(fresh) = w_ < 0;                                                      \
+		&(ways)[w_ < 0 ? lru_ : w_];                                            \
+	})
+
+static struct cg_seen_way *cg_seen_entry(uint64_t key, size_t n)
+{
+	struct cg_seen_way *set = cg_seen[(size_t)(key ^ key >> 31) & (CG_SEEN_SETS - 1)];
+	int fresh;
+#define CG_SEEN_MATCH(e) ((e)->key == key && (e)->n == n && (e)->used)
+	struct cg_seen_way *e = CG_WAY_PICK(set, CG_SEEN_MATCH, &fresh);
+#undef CG_SEEN_MATCH
+	if (fresh) {
+		e->key = key;
+		e->n = n;
+		e->count = 0;
+		e->used = ++cg_learn_clock;
+	}
+	return e;
+}
+
+/* A miss only delays a build, never makes one wrong (templates compare
+ * every op before they are used). */
 static long cg_seen_note(uint64_t key, size_t n, long at_least)
 {
-	size_t i = (size_t)(key ^ key >> 31) & (CG_SEEN_SLOTS - 1);
-	if (cg_seen[i].key != key || cg_seen[i].n != n) {
-		cg_seen[i].key = key;
-		cg_seen[i].n = n;
-		cg_seen[i].count = 0;
-	}
-	cg_seen[i].count++;
+	struct cg_seen_way *e = cg_seen_entry(key, n);
+	e->count++;
 	/* A run whose graph failed stays below zero (cg_learn_failed). */
-	if (cg_seen[i].count >= 0 && cg_seen[i].count < at_least)
-		cg_seen[i].count = at_least;
-	return cg_seen[i].count;
+	if (e->count >= 0 && e->count < at_least)
+		e->count = at_least;
+	return e->count;
 }
 
 void cg_learn_failed(const struct cg_op *ops, size_t n)
 {
-	uint64_t key = cg_tmpl_key(ops, n);
-	size_t i = (size_t)(key ^ key >> 31) & (CG_SEEN_SLOTS - 1);
-	cg_seen[i].key = key;
-	cg_seen[i].n = n;
-	cg_seen[i].count = -(1l << 20); /* do not try again soon */
+	cg_seen_entry(cg_tmpl_key(ops, n), n)->count = -(1l << 20); /* do not try again soon */
 }
 
 /* ---- the last run at each place ---------------------------------------------- */
-#define CG_HIST_SLOTS 256
+#define CG_HIST_SETS 64
+#define CG_HIST_SLOTS (CG_HIST_SETS * CG_WAYS)
 #define CG_HIST_MAX 8192
 
-static struct {
+static struct cg_hist_way {
 	const void *anchor;
 	uint64_t first;
 	uint64_t *shape;
@@ -62,6 +94,7 @@ static struct {
 	 * whole runs to recur, which are built unchained (a chain's first
 	 * piece would stand for every run that shares it). */
 	int alternates;
+	uint64_t used;
 } cg_hist[CG_HIST_SLOTS];
 
 /* A run is compared with the last one after the same template that began
@@ -69,10 +102,15 @@ static struct {
  * kernel over a growing sequence), with the last one after that template. */
 #define CG_ANY_FIRST 0xa5a5a5a5a5a5a5a5ull
 
-static size_t cg_hist_slot(const void *anchor, uint64_t first)
+/* The slot kept for (anchor, first): the one holding it, else the least
+ * recently used of its set (*fresh). */
+static size_t cg_hist_slot(const void *anchor, uint64_t first, int *fresh)
 {
 	uint64_t h = ((uint64_t)(uintptr_t)anchor * 0x9E3779B97F4A7C15ull) ^ first;
-	return (size_t)(h ^ h >> 29) & (CG_HIST_SLOTS - 1);
+	struct cg_hist_way *set = &cg_hist[((size_t)(h ^ h >> 29) & (CG_HIST_SETS - 1)) * CG_WAYS];
+#define CG_HIST_MATCH(e) ((e)->shape && (e)->anchor == anchor && (e)->first == first)
+	return (size_t)(CG_WAY_PICK(set, CG_HIST_MATCH, fresh) - cg_hist);
+#undef CG_HIST_MATCH
 }
 
 void cg_learn_forget(void)
@@ -160,7 +198,8 @@ size_t cg_chain_piece_len(size_t done, size_t left, size_t first)
 /* ---- learning ---------------------------------------------------------------------- */
 static void cg_hist_store(const struct cg_learn_in *in, uint64_t first, const uint64_t *shape, int alternates)
 {
-	size_t slot = cg_hist_slot(in->anchor, first), n = in->run->n;
+	int fresh;
+	size_t slot = cg_hist_slot(in->anchor, first, &fresh), n = in->run->n;
 	uint64_t *copy = malloc(n * (sizeof *copy + sizeof *cg_hist[slot].fn));
 	if (!copy)
 		return;
@@ -170,22 +209,22 @@ static void cg_hist_store(const struct cg_learn_in *in, uint64_t first, const ui
 		const struct cg_op *o = &in->run->ops[i];
 		fn[i] = o->kind == CG_OP_KERNEL ? o->u.k.ki->handle : NULL;
 	}
-	int same = cg_hist[slot].shape && cg_hist[slot].anchor == in->anchor && cg_hist[slot].first == first;
 	free(cg_hist[slot].shape);
-	cg_hist[slot].alternates = alternates || (same && cg_hist[slot].alternates);
+	cg_hist[slot].alternates = alternates || (!fresh && cg_hist[slot].alternates);
 	cg_hist[slot].anchor = in->anchor;
 	cg_hist[slot].first = first;
 	cg_hist[slot].shape = copy;
 	cg_hist[slot].fn = fn;
 	cg_hist[slot].n = n;
+	cg_hist[slot].used = ++cg_learn_clock;
 }
 
 /* The last run kept at (anchor, first), or -1. */
 static long cg_hist_find(const void *anchor, uint64_t first)
 {
-	size_t slot = cg_hist_slot(anchor, first);
-	return cg_hist[slot].shape && cg_hist[slot].anchor == anchor && cg_hist[slot].first == first ? (long)slot
-												      : -1;
+	int fresh;
+	size_t slot = cg_hist_slot(anchor, first, &fresh);
+	return fresh ? -1 : (long)slot;
 }
 
 /* The last run at this place, or -1: after the same template, starting
