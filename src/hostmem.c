@@ -27,15 +27,33 @@ static size_t cg_granule_bit(uintptr_t a)
 	return (size_t)(((uint64_t)(a >> CG_GRANULE_SHIFT) * 0x9E3779B97F4A7C15ull) >> 54) & (CG_FILTER_BITS - 1);
 }
 
+/* Under the write lock. The filter is read without the lock too
+ * (cg_filter_may): each word goes from its old value to its new one at
+ * once, so a granule of memory noted before and after never reads clear. */
 static void cg_filter_rebuild(void)
 {
-	memset(cg_hm_filter, 0, sizeof cg_hm_filter);
+	uint64_t f[CG_FILTER_BITS / 64];
+	memset(f, 0, sizeof f);
 	for (size_t i = 0; i < cg_hm_n; i++)
 		for (uintptr_t g = cg_hm[i].lo >> CG_GRANULE_SHIFT; g <= (cg_hm[i].hi - 1) >> CG_GRANULE_SHIFT; g++) {
 			size_t b = cg_granule_bit(g << CG_GRANULE_SHIFT);
-			cg_hm_filter[b / 64] |= 1ull << (b % 64);
+			f[b / 64] |= 1ull << (b % 64);
 		}
+	for (size_t i = 0; i < CG_FILTER_BITS / 64; i++)
+		__atomic_store_n(&cg_hm_filter[i], f[i], __ATOMIC_RELEASE);
 	atomic_store(&cg_hm_any, cg_hm_n > 0);
+}
+
+/* Whether w may lie in host memory noted, without the lock: the frees and
+ * kernels of a program with pinned memory (PyTorch's) mostly name device
+ * memory, whose granules the filter does not hold. Memory noted by
+ * another thread is seen here once the program learnt its address from
+ * that thread (after the noting call returned). */
+static int cg_filter_may(uint64_t w, const void *c)
+{
+	(void)c;
+	size_t bit = cg_granule_bit((uintptr_t)w);
+	return __atomic_load_n(&cg_hm_filter[bit / 64], __ATOMIC_ACQUIRE) >> (bit % 64) & 1;
 }
 
 void cg_hostmem_add(const void *p, size_t n)
@@ -148,7 +166,7 @@ static int cg_word_host_note(uint64_t w, const void *c)
 
 int cg_hostmem_has(const void *p)
 {
-	if (!atomic_load_explicit(&cg_hm_any, memory_order_relaxed))
+	if (!atomic_load_explicit(&cg_hm_any, memory_order_relaxed) || !cg_filter_may((uintptr_t)p, NULL))
 		return 0;
 	pthread_rwlock_rdlock(&cg_hm_lock);
 	int hit = cg_word_host((uintptr_t)p, NULL);
@@ -158,7 +176,8 @@ int cg_hostmem_has(const void *p)
 
 int cg_hostmem_hit(const struct cg_op *op)
 {
-	if (op->kind != CG_OP_KERNEL || !atomic_load_explicit(&cg_hm_any, memory_order_relaxed))
+	if (op->kind != CG_OP_KERNEL || !atomic_load_explicit(&cg_hm_any, memory_order_relaxed) ||
+	    !cg_each_word(op, cg_filter_may, NULL))
 		return 0;
 	pthread_rwlock_rdlock(&cg_hm_lock);
 	int hit = cg_each_word(op, cg_word_host, NULL);

@@ -107,6 +107,10 @@ struct cg_graph {
 	 * graph with updaters, where the copy's ranges lie apart (one that
 	 * brings overlapping ranges is marked in kvar, and stays a copy node). */
 	uint8_t *copyk;
+	/* The ops whose nodes hold the memory they name, copy and memset nodes
+	 * (cg_graph_names_memory looks at these only). */
+	uint32_t *holds;
+	size_t nholds;
 };
 
 /* A launch's values: the held op where it differs from the predicted
@@ -679,6 +683,24 @@ static int cg_wants_updater(const struct cg_tmpl *t)
 	return 0;
 }
 
+static int cg_holds_memory(const struct cg_graph *g, const struct cg_op *op, size_t i)
+{
+	return !g->copyk[i] && (op->kind == CG_OP_COPY || op->kind == CG_OP_MEMSET);
+}
+
+static int cg_note_holds(struct cg_graph *g, const struct cg_tmpl *t)
+{
+	size_t k = 0;
+	for (size_t i = 0; i < t->n; i++)
+		k += cg_holds_memory(g, &t->ops[i], i);
+	if (k && !(g->holds = malloc(k * sizeof *g->holds)))
+		return -ENOMEM;
+	for (size_t i = 0; i < t->n; i++)
+		if (cg_holds_memory(g, &t->ops[i], i))
+			g->holds[g->nholds++] = (uint32_t)i;
+	return 0;
+}
+
 /* t's graph, with nupd updaters at its head (0: none). */
 static int cg_graph_make(const struct cg_tmpl *t, struct cg_graph **out, const CUstream *upload, int nupd,
 			 const uint8_t *kvar)
@@ -710,7 +732,7 @@ static int cg_graph_make(const struct cg_tmpl *t, struct cg_graph **out, const C
 		goto fail;
 	}
 	if (cg_make_staging(g, t) || (nupd && cg_add_updaters(g, t, nupd)) || cg_add_nodes(g, t) ||
-	    cg_make_events(g, t) || cg_instantiate(g, t, &g->var[0], NULL, upload))
+	    cg_make_events(g, t) || cg_instantiate(g, t, &g->var[0], NULL, upload) || cg_note_holds(g, t))
 		goto fail;
 	g->nvar = 1;
 	*out = g;
@@ -770,6 +792,7 @@ static void cg_graph_free_memory(struct cg_graph *g)
 		free(g->var[i].vals);
 	free(g->kvar);
 	free(g->copyk);
+	free(g->holds);
 	cg_dag_free(&g->dag);
 	free(g->hist);
 	free(g->node);
@@ -865,9 +888,8 @@ int cg_graph_names_memory(const struct cg_tmpl *t, const void *p, size_t n)
 		return 0;
 	if (!g)
 		return cg_graph_touches(t, cg_op_names_memory, p, n);
-	for (size_t i = 0; i < t->n; i++) {
-		if (g->copyk[i] || (t->ops[i].kind != CG_OP_COPY && t->ops[i].kind != CG_OP_MEMSET))
-			continue;
+	for (size_t k = 0; k < g->nholds; k++) {
+		size_t i = g->holds[k];
 		int hit = cg_op_names_memory(&t->ops[i], p, n) || (g->built && cg_op_names_memory(&g->built[i], p, n));
 		for (int v = 0; v < g->nvar && !hit; v++)
 			hit = cg_op_names_memory(&g->var[v].vals[i], p, n);
