@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 
-KINDS = ("OP", "SPC", "WAIT", "ALLOC", "PURE", "SYNC", "BND", "RESET", "FREE")
+KINDS = ("OP", "SPC", "WAIT", "ALLOC", "PURE", "SYNC", "BND", "RESET", "FREE", "MWAIT")
 DYN_SLOTS = 64  # trampolines for names no header declares (a newer driver's)
 
 

@@ -128,10 +128,10 @@ void *cg_tramp_enter(unsigned id)
 	/* A trampoline jumps to the real function and cannot tell the driver
 	 * calls a runtime call makes underneath from the program's own next
 	 * ones: each is a boundary (after the runtime call's, nothing is held).
-	 * A reset or a free is seen even while the engine stands aside: what
-	 * it takes away is forgotten. */
+	 * A reset, a free or a memory wait is seen even while the engine
+	 * stands aside: what it takes away is forgotten. */
 	int on = atomic_load_explicit(&cg_hot.engine_on, memory_order_relaxed);
-	if (k != CG_K_PURE && (on || k == CG_K_RESET || k == CG_K_FREE)) {
+	if (k != CG_K_PURE && (on || k == CG_K_RESET || k == CG_K_FREE || k == CG_K_MWAIT)) {
 		uint64_t t0 = cg_cost_start(); /* the real call after it is not timed */
 		cg_engine_boundary((int)id, k, CG_WHY_UNSUPPORTED_API);
 		if (cg_unlikely(t0))

@@ -6,13 +6,15 @@
 #include <stdint.h>
 #include <cuda.h>
 #include <cuda_runtime_api.h>
-/* cuda.h renames the 11.3 ABI of cuGetProcAddress; cgraft wraps both. */
+/* cuda.h renames the 11.3 ABI of cuGetProcAddress and the 12.2 one of
+ * cuGraphAddNode; cgraft wraps both of each. */
 #undef cuGetProcAddress
+#undef cuGraphAddNode
 
 #include "cg_api_gen.h"
 
 /* What an entry point is to cgraft (see shim/cuda_api.def). */
-enum cg_kind { CG_K_OP, CG_K_SPC, CG_K_WAIT, CG_K_ALLOC, CG_K_PURE, CG_K_SYNC, CG_K_BND, CG_K_RESET, CG_K_FREE };
+enum cg_kind { CG_K_OP, CG_K_SPC, CG_K_WAIT, CG_K_ALLOC, CG_K_PURE, CG_K_SYNC, CG_K_BND, CG_K_RESET, CG_K_FREE, CG_K_MWAIT };
 /* Where it is reached: a runtime, driver or NCCL link name, an ABI handed
  * out by cuGetProcAddress, or a slot for a name no header declares. */
 enum cg_layer { CG_L_RT, CG_L_DRV, CG_L_PFN, CG_L_DYN, CG_L_NCCL };

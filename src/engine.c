@@ -212,6 +212,8 @@ static atomic_int cg_capturing, cg_paused, cg_dead, cg_governed;
  * by its own timing whether a call runs inside a graph, which NCCL requires
  * to be the same on all. */
 static atomic_int cg_nccl_held;
+/* A stream may have waited for memory (cg_engine_memory_waits). */
+static atomic_int cg_memory_waits;
 
 static void cg_resolve(int foreign, int diverged);
 static int cg_run_end(int host_waits);
@@ -1782,6 +1784,29 @@ void cg_engine_op_done(struct cg_op *op, int ok)
 	cg_lock_give(&E.mu);
 }
 
+static int cg_spans_streams(const struct cg_tmpl *t, void *cookie)
+{
+	(void)cookie;
+	return cg_tmpl_spans_streams(t);
+}
+
+/* A stream may wait for memory that later work of another writes (held
+ * work having gone out first): a graph over streams orders its launch after
+ * each one's earlier work, and each one's later work after all of it, which
+ * would keep the writer behind the waiter. Such graphs go, and none is built
+ * again (cg_graph_build). */
+static void cg_memory_waits_locked(void)
+{
+	atomic_store_explicit(&cg_memory_waits, 1, memory_order_release);
+	cg_build_pause();
+	struct cg_tmpl *gone = cg_table_take_if(cg_spans_streams, NULL);
+	for (const struct cg_tmpl *t = gone; t; t = t->next)
+		cg_count_fallback(CG_WHY_MEMORY_WAIT);
+	cg_debug("a stream may wait for memory: graphs over two streams or more go, none is built again");
+	cg_bury(gone);
+	cg_build_go();
+}
+
 void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why)
 {
 	cg_lock_take(&E.mu);
@@ -1793,7 +1818,14 @@ void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why)
 		cg_forget_reset_locked();
 	else if (kind == CG_K_FREE && cg_engine_remembers())
 		cg_forget_memory_locked(NULL, SIZE_MAX);
+	if (kind == CG_K_MWAIT && !atomic_load(&cg_memory_waits))
+		cg_memory_waits_locked();
 	cg_lock_give(&E.mu);
+}
+
+int cg_engine_memory_waits(void)
+{
+	return atomic_load_explicit(&cg_memory_waits, memory_order_acquire);
 }
 
 /* Copy and memset nodes hold the memory they name as the driver found it
@@ -1865,7 +1897,7 @@ static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why)
 	if (kind != CG_K_SYNC)
 		E.epoch++;
 	const char *name = entry >= 0 && entry < CG_E_COUNT ? cg_entries[entry].name : "call";
-	if (kind == CG_K_BND || kind == CG_K_FREE) {
+	if (kind == CG_K_BND || kind == CG_K_FREE || kind == CG_K_MWAIT) {
 		cg_count_fallback(why);
 		if (entry >= 0 && entry < CG_E_COUNT)
 			cg_stat_add(boundaries[entry], 1);

@@ -25,9 +25,14 @@ void cg_engine_op_done(struct cg_op *op, int ok) CG_HIDDEN;
  * (the host waits for or looks at device work), CG_K_BND (work cgraft does
  * not model, counted with why against entry), CG_K_RESET (also forget
  * every graph and kernel layout, even while the engine stands aside, as the
- * two forgetting calls below do) or CG_K_FREE (a BND that frees memory it
- * does not say: every graph with a copy or memset goes). */
+ * two forgetting calls below do), CG_K_FREE (a BND that frees memory it
+ * does not say: every graph with a copy or memset goes) or CG_K_MWAIT (a BND
+ * after which streams may wait for memory: graphs over streams go, and none
+ * is built again, cg_engine_memory_waits). */
 void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why) CG_HIDDEN;
+/* Whether a stream may have waited for memory (a CG_K_MWAIT call was seen):
+ * then no graph spans two streams. */
+int cg_engine_memory_waits(void) CG_HIDDEN;
 /* A synchronisation of stream s: 1 where the engine answers it, s having
  * nothing left (its last work a replayed read-back the calling thread
  * waited for, nothing else since), else 0 after a CG_K_SYNC boundary. */

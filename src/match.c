@@ -300,6 +300,14 @@ static int cg_names(const struct cg_tmpl *t, CUstream s, CUevent e)
 	return 0;
 }
 
+int cg_tmpl_spans_streams(const struct cg_tmpl *t)
+{
+	for (size_t i = 1; i < t->n; i++)
+		if (t->ops[i].stream != t->ops[0].stream)
+			return 1;
+	return 0;
+}
+
 struct cg_tmpl *cg_table_take_naming(CUstream s, CUevent e, int all)
 {
 	struct cg_tmpl *taken = NULL, *t = cg_lru_head;

@@ -7,6 +7,7 @@
 #include "backend.h"
 #include "dag.h"
 #include "devupd.h"
+#include "engine.h"
 #include "log.h"
 #include "options.h"
 #include "replay.h"
@@ -744,6 +745,10 @@ fail:
 
 int cg_graph_build(const struct cg_tmpl *t, struct cg_graph **out, const CUstream *upload)
 {
+	if (cg_engine_memory_waits() && cg_tmpl_spans_streams(t)) {
+		cg_count_fallback(CG_WHY_MEMORY_WAIT);
+		return -EIO;
+	}
 	if (cg_graph_make(t, out, upload, 0, NULL)) {
 		cg_count_fallback(CG_WHY_BUILD_FAILED);
 		return -EIO;

@@ -161,6 +161,41 @@ void cg_post_cuStreamEndCapture(int entry, int pt, int rc, CUstream s, CUgraph *
 	cg_capture_end();
 }
 
+/* ---- the program's graphs ----------------------------------------------------- */
+/* A node that waits for memory or a semaphore, or of a type newer than
+ * cgraft (unknown: a wait), is a memory wait once the graph is launched
+ * (CG_K_MWAIT). The driver's and the runtime's types have the same values. */
+static void cg_graph_node_added(int entry, int type)
+{
+	if (type == CU_GRAPH_NODE_TYPE_EXT_SEMAS_WAIT || type == CU_GRAPH_NODE_TYPE_BATCH_MEM_OP ||
+	    type > CU_GRAPH_NODE_TYPE_CONDITIONAL)
+		cg_engine_boundary(entry, CG_K_MWAIT, CG_WHY_UNSUPPORTED_API);
+}
+
+void cg_pre_rt_graph_add_node(int entry, int pt, cudaGraphNode_t *n, cudaGraph_t g, const cudaGraphNode_t *deps,
+			      const cudaGraphEdgeData *edges, size_t nd, struct cudaGraphNodeParams *p)
+{
+	(void)pt, (void)n, (void)g, (void)deps, (void)edges, (void)nd;
+	if (p)
+		cg_graph_node_added(entry, (int)p->type);
+}
+
+void cg_pre_cuGraphAddNode(int entry, int pt, CUgraphNode *n, CUgraph g, const CUgraphNode *deps, size_t nd,
+			   CUgraphNodeParams *p)
+{
+	(void)pt, (void)n, (void)g, (void)deps, (void)nd;
+	if (p)
+		cg_graph_node_added(entry, (int)p->type);
+}
+
+void cg_pre_cuGraphAddNode_v2(int entry, int pt, CUgraphNode *n, CUgraph g, const CUgraphNode *deps,
+			      const CUgraphEdgeData *edges, size_t nd, CUgraphNodeParams *p)
+{
+	(void)pt, (void)n, (void)g, (void)deps, (void)edges, (void)nd;
+	if (p)
+		cg_graph_node_added(entry, (int)p->type);
+}
+
 /* ---- handles, devices, contexts ------------------------------------------------- */
 /* A destroyed handle may come back as another object: graphs naming it go. */
 void cg_pre_rt_stream_destroy(int entry, int pt, cudaStream_t s)

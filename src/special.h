@@ -71,6 +71,16 @@ CG_PRE(cuCtxSetCurrent, CUcontext c);
 CG_PRE(cuCtxPushCurrent_v2, CUcontext c);
 #define cg_post_cuCtxPushCurrent_v2 CG_NOTHING
 
+/* A node of the program's graph that waits for memory or a semaphore. */
+CG_PRE(rt_graph_add_node, cudaGraphNode_t *n, cudaGraph_t g, const cudaGraphNode_t *deps, const cudaGraphEdgeData *edges,
+       size_t nd, struct cudaGraphNodeParams *p);
+#define cg_post_rt_graph_add_node CG_NOTHING
+CG_PRE(cuGraphAddNode, CUgraphNode *n, CUgraph g, const CUgraphNode *deps, size_t nd, CUgraphNodeParams *p);
+#define cg_post_cuGraphAddNode CG_NOTHING
+CG_PRE(cuGraphAddNode_v2, CUgraphNode *n, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *edges, size_t nd,
+       CUgraphNodeParams *p);
+#define cg_post_cuGraphAddNode_v2 CG_NOTHING
+
 /* Kernel attributes that change how launches behave. */
 CG_PRE(rt_func_set_attribute, const void *func, enum cudaFuncAttribute attr, int value);
 CG_POST(rt_func_set_attribute, const void *func, enum cudaFuncAttribute attr, int value);

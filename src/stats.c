@@ -30,6 +30,7 @@ const char *const cg_reason_names[CG_WHY_COUNT] = {
 	[CG_WHY_BACKOFF_SLOW] = "backoff_not_faster",
 	[CG_WHY_BACKOFF_NOREPEAT] = "backoff_no_repeat",
 	[CG_WHY_NCCL] = "nccl_kernel",
+	[CG_WHY_MEMORY_WAIT] = "streams_wait_memory",
 };
 
 #define LD(x) atomic_load_explicit(&cg_stats.x, memory_order_relaxed)

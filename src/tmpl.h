@@ -110,6 +110,8 @@ struct cg_tmpl *cg_table_take_chains(const struct cg_op *op) CG_HIDDEN;
 /* Takes out every template naming a stream or event (NULL matches none), or
  * every template at all; returns them linked through next. */
 struct cg_tmpl *cg_table_take_naming(CUstream s, CUevent e, int all) CG_HIDDEN;
+/* Whether t's ops are on more than one stream (its graph's DAG spans them). */
+int cg_tmpl_spans_streams(const struct cg_tmpl *t) CG_HIDDEN;
 /* Takes out every template pred holds for. */
 struct cg_tmpl *cg_table_take_if(int (*pred)(const struct cg_tmpl *t, void *cookie), void *cookie) CG_HIDDEN;
 

@@ -11,6 +11,7 @@
 #include "engine.h"
 #include "log.h"
 #include "options.h"
+#include "special.h"
 #include "stats.h"
 #include "tmpl.h"
 #include "unit.h"
@@ -1068,6 +1069,59 @@ static void test_unsaid_free_forgets_memory_graphs(void **state)
 	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 1);
 }
 
+/* K(1) and K(3) on s, K(2) on t between them, then a sync: 3 where all
+ * three were held. */
+static int two_streams(CUstream s, CUstream t, const uint64_t *a)
+{
+	struct launch l;
+	int held = call(launch(&l, 1, s, 1, a[0], 0), 0) == CG_DEFERRED;
+	held += call(launch(&l, 2, t, 1, a[1], 0), 1) == CG_DEFERRED;
+	held += call(launch(&l, 3, s, 1, a[2], 0), 2) == CG_DEFERRED;
+	sync_point();
+	return held;
+}
+
+/* Last, since a memory wait stays for good: a node added to the program's
+ * graph that waits for memory is one (other types are not). Graphs over two
+ * streams go and none is built again; one stream's still are. */
+static void test_memory_wait_node(void **state)
+{
+	(void)state;
+	CUstream s = UT_STREAM(23), t = UT_STREAM(24);
+	const uint64_t a[] = { BUF(1), BUF(2), BUF(3) };
+	for (int i = 0; i < 3; i++)
+		two_streams(s, t, a);
+	size_t m = fk_mark();
+	assert_int_equal(two_streams(s, t, a), 3);
+	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 1);
+	CUgraphNodeParams p = { .type = CU_GRAPH_NODE_TYPE_KERNEL };
+	cg_pre_cuGraphAddNode_v2(CG_E_cuGraphAddNode_v2, 0, NULL, NULL, NULL, NULL, 0, &p);
+	struct cudaGraphNodeParams rp = { .type = cudaGraphNodeTypeConditional };
+	cg_pre_rt_graph_add_node(CG_E_cudaGraphAddNode, 0, NULL, NULL, NULL, NULL, 0, &rp);
+	assert_false(cg_engine_memory_waits());
+	m = fk_mark();
+	assert_int_equal(two_streams(s, t, a), 3);
+	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 1);
+	unsigned long long why0 = STAT(fallbacks[CG_WHY_MEMORY_WAIT]);
+	p.type = CU_GRAPH_NODE_TYPE_BATCH_MEM_OP;
+	cg_pre_cuGraphAddNode(CG_E_cuGraphAddNode, 0, NULL, NULL, NULL, 0, &p);
+	assert_true(cg_engine_memory_waits());
+	assert_int_equal(STAT(fallbacks[CG_WHY_MEMORY_WAIT]), why0 + 1); /* the graph that went */
+	m = fk_mark();
+	for (int i = 0; i < 6; i++)
+		two_streams(s, t, a);
+	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 0);
+	assert_int_equal(fk_count(FK_LAUNCH_KERNEL, m) + fk_count(FK_APP, m), 18); /* all eager */
+	assert_true(STAT(fallbacks[CG_WHY_MEMORY_WAIT]) > why0 + 1); /* refused when built again */
+	struct iter it = { .n = 3, .a = a };
+	for (int i = 0; i < 3; i++)
+		run_iter(&it, s);
+	m = fk_mark();
+	run_iter(&it, s);
+	assert_int_equal(count_res(&it, CG_DEFERRED), 3);
+	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1093,6 +1147,7 @@ int main(void)
 		cmocka_unit_test_setup(test_context_in_shape, setup),
 		cmocka_unit_test_setup(test_grid_value, setup),
 		cmocka_unit_test_setup(test_unsaid_free_forgets_memory_graphs, setup),
+		cmocka_unit_test_setup(test_memory_wait_node, setup),
 	};
 	return cmocka_run_group_tests_name("engine", tests, group_setup, NULL);
 }
