@@ -29,6 +29,15 @@ static void cg_atfork_child(void)
 static void cg_init_once(void)
 {
 	cg_options_load();
+	/* Launches the program asked to be synchronous (CUDA's debugging
+	 * switch, read at start-up): each must be done when its call returns,
+	 * so none is held. */
+	const char *lb = getenv("CUDA_LAUNCH_BLOCKING");
+	if (cg_opt.enable && lb && strtol(lb, NULL, 10) != 0) {
+		cg_log(CG_LOG_WARN, CG_FAULT_PROGRAM, "CUDA_LAUNCH_BLOCKING=%s: launches are synchronous, cgraft runs in "
+		       "pass-through", lb);
+		cg_opt.enable = 0;
+	}
 	cg_log_level = cg_opt.log_level;
 	atomic_store(&cg_hot.engine_on, cg_opt.enable);
 	cg_engine_first_op = cg_govern_start;

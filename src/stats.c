@@ -172,7 +172,7 @@ unsigned long long cg_stats_stream_calls(void)
 void cg_stats_write_report(FILE *f)
 {
 	unsigned long long total = LD(ops_total), replayed = LD(ops_replayed);
-	fprintf(f, "cgraft: report%s\n", cg_opt.enable ? "" : " (pass-through: CGRAFT_ENABLE=0 or a bad option)");
+	fprintf(f, "cgraft: report%s\n", cg_opt.enable ? "" : " (pass-through: CGRAFT_ENABLE=0, a bad option or CUDA_LAUNCH_BLOCKING)");
 	fprintf(f, "cgraft:   ops seen %llu, replayed in graphs %llu (%.1f%%), of %llu stream-work calls\n", total,
 		replayed, total ? 100.0 * (double)replayed / (double)total : 0.0, cg_stats_stream_calls());
 	fprintf(f, "cgraft:   segments %llu, graphs built %llu (+%llu variants), graph launches %llu, node updates %llu "
