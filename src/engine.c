@@ -768,9 +768,14 @@ static void cg_build(struct cg_tmpl **ts, int n)
 		return;
 	uint64_t t0 = cg_now_ns();
 	cg_unlock_for_calls();
+	/* Not uploaded now: on the program's stream the upload would be work
+	 * of cgraft's after the program's last, there when the host waits on
+	 * that (a query of the stream finds it busy). Its first launch takes it
+	 * to the device. */
+	const CUstream no_upload = NULL;
 	for (int i = 0; i < n; i++) {
 		struct cg_graph *g;
-		if (cg_graph_build(ts[i], &g, NULL) == 0) {
+		if (cg_graph_build(ts[i], &g, &no_upload) == 0) {
 			ts[i]->g = g;
 			continue;
 		}

@@ -66,6 +66,10 @@ struct cg_graph {
 	size_t stage_size, *stage_off;
 	CUevent done[2];
 	int used[2], cur;
+	/* Records no node comes after, made on their streams after a launch
+	 * (cg_tail_records): the ops' indices. */
+	uint32_t *tails;
+	int ntails;
 	/* A read-back into pageable memory lands here (CG_F_LANDS_PINNED). */
 	uint8_t *landing;
 	size_t landing_size;
@@ -702,6 +706,35 @@ static int cg_note_holds(struct cg_graph *g, const struct cg_tmpl *t)
 	return 0;
 }
 
+/* A record no node comes after is made on its stream after the launch,
+ * not as a node: eagerly its event completes with its stream's work before
+ * it, the stream then idle where nothing follows; a record node's event
+ * completes before the graph launch does, and a host that waited on it
+ * could find the stream still busy (cudaStreamQuery). */
+static int cg_tail_records(struct cg_graph *g, const struct cg_tmpl *t)
+{
+	struct cg_dag *d = &g->dag;
+	uint8_t *after = calloc(t->n, 1);
+	if (!after)
+		return -ENOMEM;
+	for (uint32_t k = 0; k < d->dep_start[t->n]; k++)
+		after[d->deps[k]] = 1;
+	int n = 0;
+	for (size_t i = 0; i < t->n; i++)
+		n += t->ops[i].kind == CG_OP_RECORD && d->is_node[i] && !after[i];
+	if (n && !(g->tails = malloc((size_t)n * sizeof *g->tails))) {
+		free(after);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < t->n; i++)
+		if (t->ops[i].kind == CG_OP_RECORD && d->is_node[i] && !after[i]) {
+			d->is_node[i] = 0;
+			g->tails[g->ntails++] = (uint32_t)i;
+		}
+	free(after);
+	return 0;
+}
+
 /* t's graph, with nupd updaters at its head (0: none). */
 static int cg_graph_make(const struct cg_tmpl *t, struct cg_graph **out, const CUstream *upload, int nupd,
 			 const uint8_t *kvar)
@@ -726,7 +759,7 @@ static int cg_graph_make(const struct cg_tmpl *t, struct cg_graph **out, const C
 	}
 	for (size_t i = 0; i < n; i++)
 		g->hist[i * CG_NHIST] = cg_op_values_hash(&t->ops[i]);
-	if (cg_dag_build(&g->dag, t->ops, n, cg_stream_blocking, NULL))
+	if (cg_dag_build(&g->dag, t->ops, n, cg_stream_blocking, NULL) || cg_tail_records(g, t))
 		goto fail;
 	if (CG_BK(graph_create, &g->graph, 0) != CUDA_SUCCESS) {
 		g->graph = NULL;
@@ -798,6 +831,7 @@ static void cg_graph_free_memory(struct cg_graph *g)
 	free(g->kvar);
 	free(g->copyk);
 	free(g->holds);
+	free(g->tails);
 	cg_dag_free(&g->dag);
 	free(g->hist);
 	free(g->node);
@@ -1291,6 +1325,8 @@ static int cg_graph_launch_ops(struct cg_tmpl *t, struct cg_launch *l, const str
 		for (int i = 1; i < g->dag.nstreams; i++)
 			CG_BK(stream_wait, g->dag.streams[i], g->join, 0);
 	}
+	for (int i = 0; i < g->ntails; i++)
+		CG_BK(event_record, t->ops[g->tails[i]].u.ev.event, t->ops[g->tails[i]].stream);
 	if (g->stage_size) {
 		CG_BK(event_record, g->done[g->cur], ls);
 		g->used[g->cur] = 1;

@@ -1852,16 +1852,23 @@ CUresult cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUp
     return r;
 }
 
+/* An upload is work of its stream, ordered behind what came before: the
+ * stream is busy till it is done. */
+static CUresult graph_upload(CUgraphExec hGraphExec, CUstream hStream, int ptsz)
+{
+    simc_tick();
+    CUresult r = hGraphExec ? simc_exec_upload(hGraphExec) : CUDA_ERROR_INVALID_VALUE;
+    return r == CUDA_SUCCESS ? simc_memop(hStream, ptsz, SIM_W_NOP, NULL, 0, 0, 0) : r;
+}
+
 CUresult cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream)
 {
-    (void)hStream;
-    simc_tick();
-    return hGraphExec ? simc_exec_upload(hGraphExec) : CUDA_ERROR_INVALID_VALUE;
+    return graph_upload(hGraphExec, hStream, 0);
 }
 
 CUresult cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream)
 {
-    return cuGraphUpload(hGraphExec, hStream);
+    return graph_upload(hGraphExec, hStream, 1);
 }
 
 CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)

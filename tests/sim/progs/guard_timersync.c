@@ -1,0 +1,54 @@
+/* Guard scenario: the host waits on an event while the hold timer is sending
+ * out the held work that records it. Even iterations: kernels on s, a record
+ * of e, one more kernel, a sync; the template learnt from them runs past the
+ * record. Odd iterations stop after the record: the host makes no call for a
+ * little longer than the hold, so the timer sends the held work out (every
+ * simulated call jittered, so that takes a while), then the host waits on e
+ * and asks whether s is idle. Eagerly the wait saw this iteration's record,
+ * so s is idle: a wait that looked at the engine while the timer was still
+ * submitting, saw nothing held and waited on the previous record, finds s
+ * busy. */
+#include <time.h>
+
+#include "common.h"
+
+enum { N = 96, ITERS = 48 };
+
+static void sleep_us(long us)
+{
+    struct timespec ts = { us / 1000000, (us % 1000000) * 1000 };
+    nanosleep(&ts, NULL);
+}
+
+int main(void)
+{
+    register_kernels();
+    cudaStream_t s;
+    cudaEvent_t e;
+    CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+    CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+    float *y = dev_alloc_init(N, 0.25f), *w = dev_alloc_init(N, 0.5f);
+    int busy = 0;
+    for (int it = 0; it < ITERS; it++) {
+        axpb(s, y, 0.5f, (float)it * 0.0625f, N);
+        acc(s, w, y, 0.5f, N);
+        sq(s, w, N);
+        axpb(s, y, 0.75f, 0.125f, N);
+        CK(cudaEventRecord(e, s));
+        if (it % 2 == 1) {
+            sleep_us(1100 + (it % 8) * 150);
+            CK(cudaEventSynchronize(e));
+            cudaError_t q = cudaStreamQuery(s);
+            if (q == cudaErrorNotReady)
+                busy++;
+            else if (q != cudaSuccess)
+                FAIL("cudaStreamQuery: %d", (int)q);
+        }
+        acc(s, y, w, 0.25f, N);
+        CK(cudaStreamSynchronize(s));
+    }
+    printf("stream busy after its last event completed: %d of %d\n", busy, ITERS / 2);
+    print_dev("y", y, N);
+    print_dev("w", w, N);
+    return 0;
+}
