@@ -68,12 +68,12 @@ CLASS_CASES = [
 SEMANTIC_CASES = [
     f"{kind}_{name}"
     for kind, names in (
-        ("mem", "alloc_free arrays_textures batch_ops copy_kinds copy_rotate host_register managed "
-                "mapped_zero_copy memset_pitched pageable_rewrite pingpong_grow pinned_rewrite pool_bounded "
-                "reset_reinit symbols vmm_remap"),
-        ("order", "capture_threads device_launch device_printf drv_mix error_codes event_chains "
-                  "graph_features handle_lifetimes host_func launch_ex launch_shapes legacy_stream own_graph "
-                  "poll_spin ptds_threads shared_stream stream_memops thread_sync"),
+        ("mem", "alloc_free arrays_textures batch_ops copy_kinds copy_rotate host_lifetimes host_register "
+                "managed mapped_zero_copy memset_pitched pageable_rewrite pingpong_grow pinned_rewrite "
+                "pool_bounded reset_reinit symbols vmm_remap"),
+        ("order", "capture_threads contexts device_launch device_printf drv_mix error_codes event_chains "
+                  "graph_features handle_lifetimes host_func launch_events launch_ex launch_shapes "
+                  "legacy_stream own_graph poll_spin ptds_threads shared_stream stream_memops thread_sync"),
     )
     for name in names.split()
 ]
