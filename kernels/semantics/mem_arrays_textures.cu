@@ -35,13 +35,7 @@ constexpr int N2 = W * H, N3 = W3 * H3 * D3, NO = OW * OH, NR = RW * RH * RD;
 
 __host__ __device__ inline uint32_t h32(uint32_t a, uint32_t b)
 {
-	uint32_t x = (a * 0x9e3779b9u) ^ (b + 0x7f4a7c15u);
-	x ^= x >> 16;
-	x *= 0x7feb352du;
-	x ^= x >> 15;
-	x *= 0x846ca68bu;
-	x ^= x >> 16;
-	return x;
+	return mix32((a * 0x9e3779b9u) ^ (b + 0x7f4a7c15u));
 }
 // What kFillP writes at (x, y) of the pitched buffer P in iteration it.
 __host__ __device__ inline uint32_t fillP(uint32_t it, uint32_t x, uint32_t y)

@@ -26,13 +26,7 @@ enum { BA, BB, BC, BD };
 
 __host__ __device__ inline uint32_t hx(uint32_t a, uint32_t b)
 {
-	uint32_t x = a * 0x9e3779b9u ^ (b * 0x85ebca6bu + 0x68e31da4u);
-	x ^= x >> 16;
-	x *= 0x7feb352du;
-	x ^= x >> 15;
-	x *= 0x846ca68bu;
-	x ^= x >> 16;
-	return x;
+	return mix32(a * 0x9e3779b9u ^ (b * 0x85ebca6bu + 0x68e31da4u));
 }
 __global__ void k_gen(uint32_t *p, int n, uint32_t seed)
 {

@@ -80,7 +80,7 @@ static void expect(const char *what, int it, long idx, uint64_t got, uint64_t wa
 		CK(e);
 }
 
-[[maybe_unused]] static uint32_t mix32(uint32_t x)
+[[maybe_unused]] static __host__ __device__ uint32_t mix32(uint32_t x)
 {
 	x ^= x >> 16;
 	x *= 0x7feb352du;

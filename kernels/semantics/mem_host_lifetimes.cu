@@ -41,12 +41,7 @@ constexpr int NS = 1024;        // small regions / accumulator (4 KiB)
 
 __host__ __device__ static uint32_t gen(uint32_t it, uint32_t i)
 {
-	uint32_t x = it * 0x9e3779b9u ^ (i * 0x85ebca6bu + 0x165667b1u);
-	x ^= x >> 16;
-	x *= 0x7feb352du;
-	x ^= x >> 15;
-	x *= 0x846ca68bu;
-	return x ^ (x >> 16);
+	return mix32(it * 0x9e3779b9u ^ (i * 0x85ebca6bu + 0x165667b1u));
 }
 
 __global__ void kAgen(uint32_t *p, int n, int base, uint32_t it)

@@ -58,13 +58,7 @@ constexpr int PGRID = 256;
 
 __host__ __device__ inline uint32_t hh(uint32_t a, uint32_t b)
 {
-	uint32_t x = (a * 0x9e3779b9u) ^ ((b + 0x7f4a7c15u) * 0x85ebca6bu);
-	x ^= x >> 16;
-	x *= 0x7feb352du;
-	x ^= x >> 15;
-	x *= 0x846ca68bu;
-	x ^= x >> 16;
-	return x;
+	return mix32((a * 0x9e3779b9u) ^ ((b + 0x7f4a7c15u) * 0x85ebca6bu));
 }
 
 __global__ void kInit(uint32_t *p, long n, uint32_t seed)
