@@ -12,7 +12,8 @@ confirm; confirmed failures are appended to --keep.
 Modes: the default (COUNT programs from --seed; --long: a million),
 --bare-check (bare runs only, scheduler seeds times SIM_DEVICE_THREAD=0/1:
 validates the generator), --regressions FILE (only the seeds listed there;
-an empty list passes) and --minimize SEED (the fewest iterations and template
+an empty list passes; a line NAME=VALUE sets a FUZZ_* variable for the
+seeds after it, the generator they were found with) and --minimize SEED (the fewest iterations and template
 ops with which the program still differs; print it with "fuzz SEED 1 --dump"
 and the FUZZ_* variables it names).
 
@@ -231,21 +232,25 @@ def main():
 
     # What to run: (start, count) ranges; regressions name their own.
     if args.regressions:
-        ranges = []
+        ranges, extra = [], {}
         try:
             with open(args.regressions) as f:
                 for line in f:
                     line = line.split("#", 1)[0].split()
                     if not line:
                         continue
-                    ranges.append((int(line[0]), int(line[1]) if len(line) > 1 else 1))
+                    if "=" in line[0]:
+                        k, v = line[0].split("=", 1)
+                        extra = dict(extra, **{k: v})
+                        continue
+                    ranges.append((int(line[0]), int(line[1]) if len(line) > 1 else 1, extra))
         except OSError as e:
             print(f"FAIL: cannot read {args.regressions}: {e}")
             print("fuzz: 0 programs, 0 differ")
             return 1
     else:
-        ranges = batches(args.seed, args.count, max(1, args.batch))
-    nprog = sum(n for _, n in ranges)
+        ranges = [(s, n, {}) for s, n in batches(args.seed, args.count, max(1, args.batch))]
+    nprog = sum(n for _, n, _ in ranges)
     if not ranges:
         print(f"no seeds in {args.regressions}")
         print("fuzz: 0 programs, 0 differ")
@@ -262,9 +267,9 @@ def main():
     lock = threading.Lock()
 
     def task(ri, cfg):
-        start, count = ranges[ri]
+        start, count, extra = ranges[ri]
         kind, k, dt = cfg
-        res = R.run_range(start, count, R.env(kind == "cgraft", k, dt))
+        res = R.run_range(start, count, dict(R.env(kind == "cgraft", k, dt), **extra))
         with lock:
             results[(ri, cfg)] = res
 
@@ -274,7 +279,7 @@ def main():
             f.result()
 
     genbugs, diffs = [], []
-    for ri, (start, count) in enumerate(ranges):
+    for ri, (start, count, _) in enumerate(ranges):
         for seed in range(start, start + count):
             bare = {cfg: results[(ri, cfg)].get(seed, "!missing") for cfg in configs if cfg[0] == "bare"}
             ref_cfg = configs[0]
@@ -302,15 +307,16 @@ def main():
 
     def confirm(item):
         ri, seed, k, ref, d = item
-        b1 = R.run_range(seed, 1, R.env(False, k)).get(seed, "!missing")
-        p1 = R.run_range(seed, 1, R.env(True, k)).get(seed, "!missing")
+        extra = ranges[ri][2]
+        b1 = R.run_range(seed, 1, dict(R.env(False, k), **extra)).get(seed, "!missing")
+        p1 = R.run_range(seed, 1, dict(R.env(True, k), **extra)).get(seed, "!missing")
         return item, b1, p1
 
     confirmed, batch_only = [], []
     with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as ex:
         checked = list(ex.map(confirm, diffs))
     for (ri, seed, k, ref, d), b1, p1 in checked:
-        start, count = ranges[ri]
+        start, count, _ = ranges[ri]
         if b1 != p1:
             confirmed.append((seed, k, b1, p1))
             print(f"DIFFERS seed {seed} (SIM_SEED={k}): bare {short(b1)}, cgraft {short(p1)}"
@@ -322,7 +328,20 @@ def main():
 
     if args.keep and (confirmed or batch_only):
         stamp = datetime.date.today().isoformat()
+        # The generator's setting the seeds need, where the list's last differs.
+        mode = base.get("FUZZ_VALUE_WAITS") or "some"
+        last = "some"
+        try:
+            with open(args.keep) as f:
+                for line in f:
+                    w = line.split("#", 1)[0].split()
+                    if w and w[0].startswith("FUZZ_VALUE_WAITS="):
+                        last = w[0].split("=", 1)[1]
+        except OSError:
+            pass
         with open(args.keep, "a") as f:
+            if mode != last:
+                f.write(f"FUZZ_VALUE_WAITS={mode}\n")
             for seed, k, b1, p1 in confirmed:
                 f.write(f"{seed}  # {stamp} SIM_SEED={k}: bare {short(b1)}, cgraft {short(p1)}\n")
             for seed, k, start, ref, d in batch_only:
