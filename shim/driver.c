@@ -7,6 +7,7 @@
 #include <dlfcn.h>
 #include <link.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -211,12 +212,43 @@ static void *cg_proc_wrap(const char *symbol, void *real, int version, int pt)
 
 static int cg_same_object(const void *a, const void *b);
 
+/* cgraft's own mapping, from its program headers, found once: dladdr()
+ * walks an object's symbols at each call (microseconds), and the runtimes
+ * look up hundreds of entry points as they start. */
+static uintptr_t cg_self_lo, cg_self_hi;
+
+static int cg_self_phdr(struct dl_phdr_info *info, size_t size, void *here)
+{
+	(void)size;
+	uintptr_t lo = UINTPTR_MAX, hi = 0;
+	for (int i = 0; i < info->dlpi_phnum; i++) {
+		const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+		if (ph->p_type != PT_LOAD)
+			continue;
+		uintptr_t a = (uintptr_t)info->dlpi_addr + ph->p_vaddr;
+		lo = a < lo ? a : lo;
+		hi = a + ph->p_memsz > hi ? a + ph->p_memsz : hi;
+	}
+	if ((uintptr_t)here < lo || (uintptr_t)here >= hi)
+		return 0;
+	cg_self_lo = lo;
+	cg_self_hi = hi;
+	return 1;
+}
+
+static void cg_self_find(void)
+{
+	static char here;
+	dl_iterate_phdr(cg_self_phdr, &here);
+}
+
 /* A driver whose lookup goes through dlsym (as the simulated one does) hands
  * out cgraft's wrappers already. */
 static int cg_is_mine(const void *p)
 {
-	static char here;
-	return cg_same_object(p, &here);
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	pthread_once(&once, cg_self_find);
+	return (uintptr_t)p >= cg_self_lo && (uintptr_t)p < cg_self_hi;
 }
 
 static void cg_proc_result(const char *symbol, void **pfn, int version, cuuint64_t flags)
