@@ -254,12 +254,14 @@ void cg_pre_cuCtxPushCurrent_v2(int entry, int pt, CUcontext c)
  * whose function cannot be told is a change, after which no value kept is
  * trusted. The attributes that can be set are numbered alike in the
  * runtime and the driver. */
-#define CG_ATTR_SLOTS 256
+#define CG_ATTR_SLOTS 4096 /* open addressing; a full table is emptied */
 enum cg_attr_how { CG_ATTR_STUB, CG_ATTR_FUNC, CG_ATTR_KERNEL };
 static struct {
-	const void *k;
+	const void *k; /* NULL: never used; cg_attr_gone: a value no longer kept */
 	int attr, value, raw;
 } cg_attr_seen[CG_ATTR_SLOTS];
+static const char cg_attr_gone_mark;
+#define cg_attr_gone ((const void *)&cg_attr_gone_mark)
 static pthread_mutex_t cg_attr_lock = PTHREAD_MUTEX_INITIALIZER;
 /* From the pre hook to the post hook. */
 static CG_TLS struct {
@@ -267,10 +269,18 @@ static CG_TLS struct {
 	int raw, same;
 } cg_attr_call;
 
+/* The slot keeping k's attr, else the first free one on its probe, else
+ * SIZE_MAX (the table is full). A value no longer kept stays a mark, so
+ * that the values after it on a probe are still found, and none of them
+ * is found twice. */
 static size_t cg_attr_slot(const void *k, int attr)
 {
-	uint64_t h = ((uint64_t)(uintptr_t)k * 0x9E3779B97F4A7C15ull) ^ (uint64_t)attr;
-	return (size_t)(h >> 56) & (CG_ATTR_SLOTS - 1);
+	uint64_t h = ((uint64_t)(uintptr_t)k ^ ((uint64_t)(unsigned)attr << 52)) * 0x9E3779B97F4A7C15ull;
+	size_t i = (size_t)(h >> 52) & (CG_ATTR_SLOTS - 1);
+	for (size_t n = 0; n < CG_ATTR_SLOTS; n++, i = (i + 1) & (CG_ATTR_SLOTS - 1))
+		if (!cg_attr_seen[i].k || (cg_attr_seen[i].k == k && cg_attr_seen[i].attr == attr))
+			return i;
+	return SIZE_MAX;
 }
 
 /* The current context's function of the kernel h names, or NULL. */
@@ -291,8 +301,8 @@ static void cg_attr_pre(int entry, const void *h, enum cg_attr_how how, int attr
 	const void *f = cg_attr_function(h, how);
 	int raw = how == CG_ATTR_FUNC;
 	pthread_mutex_lock(&cg_attr_lock);
-	size_t i = cg_attr_slot(f, attr);
-	int same = f && cg_attr_seen[i].k == f && cg_attr_seen[i].attr == attr && cg_attr_seen[i].value == value &&
+	size_t i = f ? cg_attr_slot(f, attr) : SIZE_MAX;
+	int same = i != SIZE_MAX && cg_attr_seen[i].k == f && cg_attr_seen[i].value == value &&
 		   cg_attr_seen[i].raw == raw;
 	pthread_mutex_unlock(&cg_attr_lock);
 	cg_attr_call.f = f, cg_attr_call.raw = raw, cg_attr_call.same = same;
@@ -305,18 +315,24 @@ static void cg_attr_post(int rc, int attr, int value)
 	const void *f = cg_attr_call.f;
 	int raw = cg_attr_call.raw;
 	pthread_mutex_lock(&cg_attr_lock);
-	size_t i = cg_attr_slot(f, attr);
 	if (!f && rc == 0) {
 		memset(cg_attr_seen, 0, sizeof cg_attr_seen); /* some kernel changed */
 	} else if (rc == 0) {
 		if (!cg_attr_call.same)
 			for (size_t j = 0; j < CG_ATTR_SLOTS; j++)
-				if (cg_attr_seen[j].raw != raw)
-					cg_attr_seen[j].k = NULL;
+				if (cg_attr_seen[j].k && cg_attr_seen[j].raw != raw)
+					cg_attr_seen[j].k = cg_attr_gone;
+		size_t i = cg_attr_slot(f, attr);
+		if (i == SIZE_MAX) {
+			memset(cg_attr_seen, 0, sizeof cg_attr_seen);
+			i = cg_attr_slot(f, attr);
+		}
 		cg_attr_seen[i].k = f, cg_attr_seen[i].attr = attr, cg_attr_seen[i].value = value;
 		cg_attr_seen[i].raw = raw;
-	} else if (f && cg_attr_seen[i].k == f && cg_attr_seen[i].attr == attr) {
-		cg_attr_seen[i].k = NULL;
+	} else if (f) {
+		size_t i = cg_attr_slot(f, attr);
+		if (i != SIZE_MAX && cg_attr_seen[i].k == f)
+			cg_attr_seen[i].k = cg_attr_gone;
 	}
 	pthread_mutex_unlock(&cg_attr_lock);
 }
