@@ -3,7 +3,10 @@
  * values, and the eager submission of a held op through the driver. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
@@ -829,11 +832,64 @@ CG_MEMSET2D_DRV(cuMemsetD2D16, unsigned short, 2)
 CG_MEMSET2D_DRV(cuMemsetD2D32, unsigned int, 4)
 
 /* ---- events, waits, host functions ---------------------------------------- */
+/* The events other processes share (cg_op_event_shared): few, if any. */
+static struct {
+	pthread_mutex_t mu;
+	atomic_size_t n;
+	size_t cap;
+	CUevent *ev;
+} cg_shared_events = { .mu = PTHREAD_MUTEX_INITIALIZER };
+
+void cg_op_event_shared(CUevent e, int shared)
+{
+	pthread_mutex_lock(&cg_shared_events.mu);
+	size_t n = atomic_load(&cg_shared_events.n), i = 0;
+	while (i < n && cg_shared_events.ev[i] != e)
+		i++;
+	if (!shared && i < n) {
+		cg_shared_events.ev[i] = cg_shared_events.ev[n - 1];
+		atomic_store(&cg_shared_events.n, n - 1);
+	} else if (shared && i == n) {
+		if (n == cg_shared_events.cap) {
+			size_t cap = cg_shared_events.cap ? 2 * cg_shared_events.cap : 8;
+			CUevent *ev = realloc(cg_shared_events.ev, cap * sizeof *ev);
+			if (!ev) {
+				/* Unknown now: no record or wait is held again. */
+				cg_log_capped(CG_LOG_WARN, CG_FAULT_CGRAFT, "out of memory noting a shared event");
+				atomic_store(&cg_shared_events.n, SIZE_MAX);
+				pthread_mutex_unlock(&cg_shared_events.mu);
+				return;
+			}
+			cg_shared_events.ev = ev;
+			cg_shared_events.cap = cap;
+		}
+		cg_shared_events.ev[n] = e;
+		atomic_store(&cg_shared_events.n, n + 1);
+	}
+	pthread_mutex_unlock(&cg_shared_events.mu);
+}
+
+static int cg_event_is_shared(CUevent e)
+{
+	if (cg_likely(!atomic_load_explicit(&cg_shared_events.n, memory_order_acquire)))
+		return 0;
+	pthread_mutex_lock(&cg_shared_events.mu);
+	size_t n = atomic_load(&cg_shared_events.n);
+	int found = n == SIZE_MAX;
+	for (size_t i = 0; i < n && !found; i++)
+		found = cg_shared_events.ev[i] == e;
+	pthread_mutex_unlock(&cg_shared_events.mu);
+	return found;
+}
+
 int cg_op_from_rt_event_record(struct cg_op *op, int pt, enum cg_reason *why, cudaEvent_t e, cudaStream_t s)
 {
-	(void)why;
 	cg_op_init(op, CG_OP_RECORD, pt, (CUstream)s);
 	op->u.ev.event = (CUevent)e;
+	if (e && cg_event_is_shared((CUevent)e)) {
+		*why = CG_WHY_EVENT_FLAGS;
+		return -ENOTSUP;
+	}
 	return e ? 0 : -EINVAL;
 }
 
@@ -852,7 +908,7 @@ int cg_op_from_rt_stream_wait(struct cg_op *op, int pt, enum cg_reason *why, cud
 {
 	cg_op_init(op, CG_OP_WAIT, pt, (CUstream)s);
 	op->u.ev.event = (CUevent)e;
-	if (flags != cudaEventWaitDefault) {
+	if (flags != cudaEventWaitDefault || (e && cg_event_is_shared((CUevent)e))) {
 		*why = CG_WHY_EVENT_FLAGS;
 		return -ENOTSUP;
 	}

@@ -305,6 +305,13 @@ CG_OPFROM(nccl_scatter, const void *send, void *recv, size_t count, int dtype, i
 CG_OPFROM(nccl_send, const void *send, size_t count, int dtype, int peer, void *comm, cudaStream_t s);
 CG_OPFROM(nccl_recv, void *recv, size_t count, int dtype, int peer, void *comm, cudaStream_t s);
 
+/* Events another process may record or wait on at any time: made with the
+ * interprocess flag, or opened from another process's handle. Their
+ * records and waits are never held, so that each is made when the program
+ * makes it (what the other process then sees, and what a wait waits for,
+ * is the event's state at that call). shared 1 notes e, 0 forgets it. */
+void cg_op_event_shared(CUevent e, int shared) CG_HIDDEN;
+
 /* A kernel op's layout: 0, or a negative errno with *why set when it cannot
  * be learnt (an NCCL kernel, a layout the driver does not tell, a packed
  * buffer cgraft cannot read). */

@@ -220,6 +220,49 @@ void cg_pre_cuEventDestroy_v2(int entry, int pt, CUevent e)
 	cg_pre_rt_event_destroy(entry, pt, (cudaEvent_t)e);
 }
 
+/* ---- events other processes share ------------------------------------------------- */
+/* Noted as made or opened, forgotten once destroyed (its handle may come
+ * back as an event of this process alone). */
+void cg_post_rt_event_create_flags(int entry, int pt, int rc, cudaEvent_t *e, unsigned int flags)
+{
+	(void)entry, (void)pt;
+	if (rc == 0 && e && *e && (flags & cudaEventInterprocess))
+		cg_op_event_shared((CUevent)*e, 1);
+}
+
+void cg_post_cuEventCreate(int entry, int pt, int rc, CUevent *e, unsigned int flags)
+{
+	(void)entry, (void)pt;
+	if (rc == 0 && e && *e && (flags & CU_EVENT_INTERPROCESS))
+		cg_op_event_shared(*e, 1);
+}
+
+void cg_post_rt_ipc_open_event(int entry, int pt, int rc, cudaEvent_t *e, cudaIpcEventHandle_t h)
+{
+	(void)entry, (void)pt, (void)h;
+	if (rc == 0 && e && *e)
+		cg_op_event_shared((CUevent)*e, 1);
+}
+
+void cg_post_cuIpcOpenEventHandle(int entry, int pt, int rc, CUevent *e, CUipcEventHandle h)
+{
+	(void)entry, (void)pt, (void)h;
+	if (rc == 0 && e && *e)
+		cg_op_event_shared(*e, 1);
+}
+
+void cg_post_rt_event_destroy(int entry, int pt, int rc, cudaEvent_t e)
+{
+	(void)entry, (void)pt;
+	if (rc == 0 && e)
+		cg_op_event_shared((CUevent)e, 0);
+}
+
+void cg_post_cuEventDestroy_v2(int entry, int pt, int rc, CUevent e)
+{
+	cg_post_rt_event_destroy(entry, pt, rc, (cudaEvent_t)e);
+}
+
 /* Naming the current device or context again changes nothing. */
 void cg_pre_rt_set_device(int entry, int pt, int device)
 {

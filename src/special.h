@@ -59,11 +59,20 @@ CG_POST(cuStreamEndCapture, CUstream s, CUgraph *g);
 CG_PRE(rt_stream_destroy, cudaStream_t s);
 #define cg_post_rt_stream_destroy CG_NOTHING
 CG_PRE(rt_event_destroy, cudaEvent_t e);
-#define cg_post_rt_event_destroy CG_NOTHING
+CG_POST(rt_event_destroy, cudaEvent_t e);
 CG_PRE(cuStreamDestroy_v2, CUstream s);
 #define cg_post_cuStreamDestroy_v2 CG_NOTHING
 CG_PRE(cuEventDestroy_v2, CUevent e);
-#define cg_post_cuEventDestroy_v2 CG_NOTHING
+CG_POST(cuEventDestroy_v2, CUevent e);
+/* Events other processes share: noted as made or opened. */
+#define cg_pre_rt_event_create_flags CG_NOTHING
+CG_POST(rt_event_create_flags, cudaEvent_t *e, unsigned int flags);
+#define cg_pre_cuEventCreate CG_NOTHING
+CG_POST(cuEventCreate, CUevent *e, unsigned int flags);
+#define cg_pre_rt_ipc_open_event CG_NOTHING
+CG_POST(rt_ipc_open_event, cudaEvent_t *e, cudaIpcEventHandle_t h);
+#define cg_pre_cuIpcOpenEventHandle CG_NOTHING
+CG_POST(cuIpcOpenEventHandle, CUevent *e, CUipcEventHandle h);
 CG_PRE(rt_set_device, int device);
 #define cg_post_rt_set_device CG_NOTHING
 CG_PRE(cuCtxSetCurrent, CUcontext c);
