@@ -72,9 +72,9 @@ SEMANTIC_CASES = [
                 "managed mapped_zero_copy memset_pitched pageable_rewrite pingpong_grow pinned_rewrite "
                 "pool_bounded reset_reinit symbols vmm_remap"),
         ("order", "capture_threads contexts device_launch device_printf drv_mix error_codes event_chains "
-                  "graph_features handle_lifetimes host_func launch_events launch_ex launch_shapes "
+                  "graph_features handle_lifetimes host_func ipc_child launch_events launch_ex launch_shapes "
                   "legacy_stream own_graph poll_spin ptds_threads shared_stream stream_memops thread_sync"),
-        ("lib", "cublas_modes curand_fft cusolver"),
+        ("lib", "cublas_modes cublaslt curand_fft cusolver"),
     )
     for name in names.split()
 ]
