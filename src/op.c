@@ -844,6 +844,10 @@ void cg_op_event_shared(CUevent e, int shared)
 {
 	pthread_mutex_lock(&cg_shared_events.mu);
 	size_t n = atomic_load(&cg_shared_events.n), i = 0;
+	if (n == SIZE_MAX) { /* none known since memory ran out: every one is taken as shared */
+		pthread_mutex_unlock(&cg_shared_events.mu);
+		return;
+	}
 	while (i < n && cg_shared_events.ev[i] != e)
 		i++;
 	if (!shared && i < n) {
