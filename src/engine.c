@@ -35,7 +35,6 @@
  * starts on it while the host still makes the calls of the next. */
 #define CG_CHAIN_MIN 32
 #define CG_CHAIN_FIRST 8
-#define CG_EVSET 64 /* events recorded by held work, remembered for queries */
 #define CG_STARTED 64 /* power of two */
 /* Frees in stream order held back behind held work, at most, and their
  * bytes: what the program's memory may grow by past what it would be. */
@@ -501,22 +500,6 @@ static void cg_frees_out(int foreign, const void *owner)
 		cg_forget_memory_locked(f[i].p, f[i].n);
 }
 
-static void cg_evset_add(CUevent *set, int *n, CUevent e)
-{
-	if (*n < CG_EVSET)
-		set[*n] = e;
-	(*n)++;
-}
-
-static int cg_evset_has(const CUevent *set, int n, CUevent e)
-{
-	if (n > CG_EVSET)
-		return 1;
-	for (int i = 0; i < n; i++)
-		if (set[i] == e)
-			return 1;
-	return 0;
-}
 
 /* Held ops submitted eagerly join the run: they ran eagerly after all. */
 static void cg_held_to_run(size_t from)

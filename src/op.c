@@ -4,9 +4,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdint.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "backend.h"
@@ -832,56 +830,36 @@ CG_MEMSET2D_DRV(cuMemsetD2D16, unsigned short, 2)
 CG_MEMSET2D_DRV(cuMemsetD2D32, unsigned int, 4)
 
 /* ---- events, waits, host functions ---------------------------------------- */
-/* The events other processes share (cg_op_event_shared): few, if any. */
+/* The events other processes share (cg_op_event_shared): few, if any; past
+ * CG_EVSET, every event is taken as shared and none is forgotten. */
 static struct {
 	pthread_mutex_t mu;
-	atomic_size_t n;
-	size_t cap;
-	CUevent *ev;
+	atomic_int any;
+	int n;
+	CUevent ev[CG_EVSET];
 } cg_shared_events = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
 void cg_op_event_shared(CUevent e, int shared)
 {
 	pthread_mutex_lock(&cg_shared_events.mu);
-	size_t n = atomic_load(&cg_shared_events.n), i = 0;
-	if (n == SIZE_MAX) { /* none known since memory ran out: every one is taken as shared */
-		pthread_mutex_unlock(&cg_shared_events.mu);
-		return;
-	}
-	while (i < n && cg_shared_events.ev[i] != e)
-		i++;
-	if (!shared && i < n) {
-		cg_shared_events.ev[i] = cg_shared_events.ev[n - 1];
-		atomic_store(&cg_shared_events.n, n - 1);
-	} else if (shared && i == n) {
-		if (n == cg_shared_events.cap) {
-			size_t cap = cg_shared_events.cap ? 2 * cg_shared_events.cap : 8;
-			CUevent *ev = realloc(cg_shared_events.ev, cap * sizeof *ev);
-			if (!ev) {
-				/* Unknown now: no record or wait is held again. */
-				cg_log_capped(CG_LOG_WARN, CG_FAULT_CGRAFT, "out of memory noting a shared event");
-				atomic_store(&cg_shared_events.n, SIZE_MAX);
-				pthread_mutex_unlock(&cg_shared_events.mu);
-				return;
-			}
-			cg_shared_events.ev = ev;
-			cg_shared_events.cap = cap;
+	int *n = &cg_shared_events.n;
+	if (shared && !cg_evset_has(cg_shared_events.ev, *n, e))
+		cg_evset_add(cg_shared_events.ev, n, e);
+	for (int i = 0; !shared && *n <= CG_EVSET && i < *n; i++)
+		if (cg_shared_events.ev[i] == e) {
+			cg_shared_events.ev[i] = cg_shared_events.ev[--*n];
+			break;
 		}
-		cg_shared_events.ev[n] = e;
-		atomic_store(&cg_shared_events.n, n + 1);
-	}
+	atomic_store(&cg_shared_events.any, *n != 0);
 	pthread_mutex_unlock(&cg_shared_events.mu);
 }
 
 static int cg_event_is_shared(CUevent e)
 {
-	if (cg_likely(!atomic_load_explicit(&cg_shared_events.n, memory_order_acquire)))
+	if (cg_likely(!atomic_load_explicit(&cg_shared_events.any, memory_order_acquire)))
 		return 0;
 	pthread_mutex_lock(&cg_shared_events.mu);
-	size_t n = atomic_load(&cg_shared_events.n);
-	int found = n == SIZE_MAX;
-	for (size_t i = 0; i < n && !found; i++)
-		found = cg_shared_events.ev[i] == e;
+	int found = cg_evset_has(cg_shared_events.ev, cg_shared_events.n, e);
 	pthread_mutex_unlock(&cg_shared_events.mu);
 	return found;
 }

@@ -305,6 +305,26 @@ CG_OPFROM(nccl_scatter, const void *send, void *recv, size_t count, int dtype, i
 CG_OPFROM(nccl_send, const void *send, size_t count, int dtype, int peer, void *comm, cudaStream_t s);
 CG_OPFROM(nccl_recv, void *recv, size_t count, int dtype, int peer, void *comm, cudaStream_t s);
 
+/* A set of up to CG_EVSET events; past that, *n counts on and every event
+ * is in it (too many to tell). */
+#define CG_EVSET 64
+static inline void cg_evset_add(CUevent *set, int *n, CUevent e)
+{
+	if (*n < CG_EVSET)
+		set[*n] = e;
+	(*n)++;
+}
+
+static inline int cg_evset_has(const CUevent *set, int n, CUevent e)
+{
+	if (n > CG_EVSET)
+		return 1;
+	for (int i = 0; i < n; i++)
+		if (set[i] == e)
+			return 1;
+	return 0;
+}
+
 /* Events another process may record or wait on at any time: made with the
  * interprocess flag, or opened from another process's handle. Their
  * records and waits are never held, so that each is made when the program

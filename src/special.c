@@ -222,7 +222,8 @@ void cg_pre_cuEventDestroy_v2(int entry, int pt, CUevent e)
 
 /* ---- events other processes share ------------------------------------------------- */
 /* Noted as made or opened, forgotten once destroyed (its handle may come
- * back as an event of this process alone). */
+ * back as an event of this process alone). The driver's event flags are
+ * the runtime's. */
 void cg_post_rt_event_create_flags(int entry, int pt, int rc, cudaEvent_t *e, unsigned int flags)
 {
 	(void)entry, (void)pt;
@@ -232,23 +233,19 @@ void cg_post_rt_event_create_flags(int entry, int pt, int rc, cudaEvent_t *e, un
 
 void cg_post_cuEventCreate(int entry, int pt, int rc, CUevent *e, unsigned int flags)
 {
-	(void)entry, (void)pt;
-	if (rc == 0 && e && *e && (flags & CU_EVENT_INTERPROCESS))
-		cg_op_event_shared(*e, 1);
+	cg_post_rt_event_create_flags(entry, pt, rc, (cudaEvent_t *)e, flags);
 }
 
 void cg_post_rt_ipc_open_event(int entry, int pt, int rc, cudaEvent_t *e, cudaIpcEventHandle_t h)
 {
-	(void)entry, (void)pt, (void)h;
-	if (rc == 0 && e && *e)
-		cg_op_event_shared((CUevent)*e, 1);
+	(void)h;
+	cg_post_rt_event_create_flags(entry, pt, rc, e, cudaEventInterprocess);
 }
 
 void cg_post_cuIpcOpenEventHandle(int entry, int pt, int rc, CUevent *e, CUipcEventHandle h)
 {
-	(void)entry, (void)pt, (void)h;
-	if (rc == 0 && e && *e)
-		cg_op_event_shared(*e, 1);
+	(void)h;
+	cg_post_rt_event_create_flags(entry, pt, rc, (cudaEvent_t *)e, cudaEventInterprocess);
 }
 
 void cg_post_rt_event_destroy(int entry, int pt, int rc, cudaEvent_t e)
