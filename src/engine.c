@@ -41,6 +41,7 @@
 #define CG_FREES 64
 #define CG_FREES_BYTES ((size_t)64 << 20)
 #define CG_NAMED 16
+#define CG_GAP_MIN_NS 1000000ull /* the shortest host gap that ends a run */
 
 /* Memory the copies and memsets of a stretch of ops name, but for copies
  * that become copy kernels (n > CG_NAMED: too many to tell, all of it),
@@ -100,6 +101,9 @@ static struct {
 	struct cg_seg run;
 	uint64_t run_ns, run_id;
 	int run_ns_ok;
+	/* When the last call the engine saw ended, at the latest (0: not
+	 * known): a host gap since then ends the run (cg_gap_ends_run). */
+	uint64_t last_ns;
 	struct cg_tmpl *anchor;      /* launched just before the run (a key only) */
 	struct cg_period period;
 	/* A period cut early (cg_period_early): its template is on probation
@@ -531,6 +535,7 @@ static void cg_defer_clear(void)
 	E.defer_ns = 0;
 	E.nev = 0;
 	E.nwritten = 0;
+	E.last_ns = 0; /* the fast path reads no clock */
 	cg_stat_add(ops_total, E.nfast);
 	E.nfast = 0;
 }
@@ -1611,6 +1616,24 @@ static int cg_fast_held(struct cg_op *op)
 	return CG_DEFERRED;
 }
 
+/* The host away from CUDA for longer than work may be held (and never less
+ * than CG_GAP_MIN_NS) is where the run ends: an iteration the host then
+ * works on its own after issuing ends there, so that its graph, once
+ * learnt, is launched at its last op and not held through the gap. */
+static void cg_gap_ends_run(uint64_t now)
+{
+	uint64_t gap = (uint64_t)cg_opt.max_hold_us * 1000;
+	if (gap < CG_GAP_MIN_NS)
+		gap = CG_GAP_MIN_NS;
+	if (E.last_ns && E.run.n && now - E.last_ns >= gap) {
+		cg_stat_add(host_gaps, 1);
+		cg_early_end(); /* as at a boundary */
+		cg_early_bury();
+		cg_run_end(0);
+	}
+	E.last_ns = 0;
+}
+
 /* cg_engine_op past its fast path, with the lock held. */
 static __attribute__((noinline)) int cg_engine_op_slow(struct cg_op *op)
 {
@@ -1636,6 +1659,8 @@ static __attribute__((noinline)) int cg_engine_op_slow(struct cg_op *op)
 		return CG_PASS;
 	}
 	uint64_t t0 = E.mode == CG_RECORD || E.timing ? cg_now_ns() : 0;
+	if (E.mode == CG_RECORD)
+		cg_gap_ends_run(t0);
 	cg_claim(op->ctx);
 	cg_stat_add(ops_total, 1);
 	enum cg_reason why;
@@ -1735,7 +1760,8 @@ void cg_engine_op_done(struct cg_op *op, int ok)
 		cg_lock_give(&E.mu);
 		return;
 	}
-	E.run_ns += cg_now_ns() - op->t0;
+	E.last_ns = cg_now_ns();
+	E.run_ns += E.last_ns - op->t0;
 	if (!op->shape)
 		op->shape = cg_op_shape_hash(op);
 	if (cg_unlikely(E.early.on)) {
@@ -2118,6 +2144,7 @@ static void *cg_timer_main(void *arg)
 		if (E.mode == CG_DEFER && E.held.n && E.held.n == nheld && E.seq == seq && !E.submitting) {
 			cg_count_fallback(CG_WHY_HELD_TOO_LONG);
 			cg_resolve(1, 0);
+			E.last_ns = t0; /* no call since */
 			idle_since = cg_now_ns();
 		} else if (E.mode != CG_DEFER && cg_now_ns() - idle_since > 100 * hold) {
 			E.timer = 1; /* nothing held for a while: sleep until woken */

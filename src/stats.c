@@ -67,8 +67,8 @@ void cg_stats_write_json(FILE *f)
 	cg_write_entries(f, "boundary_calls", cg_stats.boundaries, 1);
 	cg_write_entries(f, "boundary_driver_calls", cg_stats.boundaries, 0);
 	fprintf(f, "  \"lookups\": %llu,\n  \"syncs_answered\": %llu,\n  \"graphs_forgotten_freed\": %llu,\n"
-		   "  \"frees_held\": %llu,\n  \"allocs_again\": %llu,\n",
-		LD(lookups), LD(syncs_answered), LD(forgotten_freed), LD(frees_held), LD(allocs_again));
+		   "  \"frees_held\": %llu,\n  \"allocs_again\": %llu,\n  \"host_gaps\": %llu,\n",
+		LD(lookups), LD(syncs_answered), LD(forgotten_freed), LD(frees_held), LD(allocs_again), LD(host_gaps));
 	fprintf(f, "  \"segments\": %llu,\n  \"graphs_built\": %llu,\n  \"graph_launches\": %llu,\n"
 		   "  \"ops_total\": %llu,\n  \"ops_replayed\": %llu,\n  \"divergences\": %llu,\n"
 		   "  \"pieces_eager\": %llu,\n  \"node_updates\": %llu,\n  \"node_updates_device\": %llu,\n"
@@ -194,6 +194,9 @@ void cg_stats_write_report(FILE *f)
 			LD(forgotten_freed));
 	if (LD(frees_held))
 		fprintf(f, "cgraft:   frees in stream order made after the held work before them: %llu\n", LD(frees_held));
+	if (LD(host_gaps))
+		fprintf(f, "cgraft:   stretches ended where the host worked on its own past CGRAFT_MAX_HOLD_US (or 1 ms): "
+			   "%llu\n", LD(host_gaps));
 	if (LD(allocs_again))
 		fprintf(f, "cgraft:   allocations in stream order made again once the frees held back went out: %llu\n",
 			LD(allocs_again));
