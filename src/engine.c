@@ -1905,6 +1905,55 @@ static void cg_forget_reset_locked(void)
 	cg_build_go();
 }
 
+struct cg_kchange {
+	const void *k, *f;
+	CUcontext ctx;
+};
+
+/* Whether t may launch the kernel that changed: a node of its CUkernel, of
+ * its function, or of a function in another context (which cannot be told
+ * apart from its there) or of a kernel not known. */
+static int cg_tmpl_launches(const struct cg_tmpl *t, void *cookie)
+{
+	const struct cg_kchange *c = cookie;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct cg_op *op = &t->ops[i];
+		if (op->kind != CG_OP_KERNEL)
+			continue;
+		const struct cg_kinfo *ki = op->u.k.ki;
+		if (!ki || (ki->hkind == CG_KH_KERNEL ? ki->handle == c->k : ki->handle == c->f || op->ctx != c->ctx))
+			return 1;
+	}
+	return 0;
+}
+
+static void cg_forget_kernel_locked(const struct cg_kchange *c)
+{
+	cg_build_pause();
+	memset(cg_seen_launch, 0, sizeof cg_seen_launch);
+	cg_learn_forget();
+	if (E.early.on)
+		cg_bury(cg_table_take_if(cg_early_named, NULL));
+	cg_early_clear();
+	cg_bury(cg_table_take_if(cg_tmpl_launches, (void *)c));
+	cg_build_go();
+}
+
+void cg_engine_kernel_changed(int entry, const void *k, const void *f, CUcontext ctx)
+{
+	struct cg_kchange c = { k, f, ctx };
+	cg_lock_take(&E.mu);
+	E.seq++;
+	cg_wait_turn();
+	if (atomic_load(&cg_hot.engine_on)) {
+		cg_boundary_locked(entry, CG_K_BND, CG_WHY_KERNEL_ATTR);
+		cg_forget_kernel_locked(&c);
+	} else if (cg_engine_remembers()) {
+		cg_forget_kernel_locked(&c);
+	}
+	cg_lock_give(&E.mu);
+}
+
 static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why)
 {
 	cg_claim(NULL);
@@ -1915,7 +1964,7 @@ static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why)
 		cg_count_fallback(why);
 		if (entry >= 0 && entry < CG_E_COUNT)
 			cg_stat_add(boundaries[entry], 1);
-		cg_debug("%s: not modelled (%s), held work goes out first", name, cg_reason_names[why]);
+		cg_debug("%s: a boundary (%s), held work goes out first", name, cg_reason_names[why]);
 	} else if (E.mode == CG_DEFER || E.run.n) {
 		cg_debug("%s: %s", name, kind == CG_K_SYNC ? "the host may look at device work here" : "a reset");
 	}

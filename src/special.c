@@ -284,7 +284,8 @@ void cg_pre_cuCtxPushCurrent_v2(int entry, int pt, CUcontext c)
 
 /* ---- kernel attributes ------------------------------------------------------------ */
 /* Raising or lowering a kernel's limits changes which launches succeed: the
- * graphs go, so that the next launches are made, and fail, as eagerly.
+ * graphs that may launch it go, so that the next launches are made, and
+ * fail, as eagerly (every graph where the kernel is not told apart).
  * Setting a value a kernel already has (PyTorch does before each launch of
  * some kernels) changes nothing. A host stub, the runtime's kernel, a
  * library kernel and a function may name one kernel: values set through
@@ -323,9 +324,12 @@ static size_t cg_attr_slot(const void *k, int attr)
 	return SIZE_MAX;
 }
 
-/* The current context's function of the kernel h names, or NULL. */
-static const void *cg_attr_function(const void *h, enum cg_attr_how how)
+/* The current context's function of the kernel h names, or NULL; *k its
+ * CUkernel where h names one through the runtime or the driver's kernel
+ * calls (a function handle may be a kernel cast to one: not told). */
+static const void *cg_attr_function(const void *h, enum cg_attr_how how, const void **k)
 {
+	*k = NULL;
 	if (!h || cg_backend_ready())
 		return NULL;
 	if (how == CG_ATTR_STUB && !(h = cg_backend_stub_kernel(h)))
@@ -333,12 +337,16 @@ static const void *cg_attr_function(const void *h, enum cg_attr_how how)
 	if (how == CG_ATTR_FUNC)
 		return h;
 	CUfunction f = NULL;
-	return CG_BK(kernel_get_function, &f, (CUkernel)h) == CUDA_SUCCESS ? f : NULL;
+	if (CG_BK(kernel_get_function, &f, (CUkernel)h) != CUDA_SUCCESS)
+		return NULL;
+	*k = h;
+	return f;
 }
 
 static void cg_attr_pre(int entry, const void *h, enum cg_attr_how how, int attr, int value)
 {
-	const void *f = cg_attr_function(h, how);
+	const void *k;
+	const void *f = cg_attr_function(h, how, &k);
 	int raw = how == CG_ATTR_FUNC;
 	pthread_mutex_lock(&cg_attr_lock);
 	size_t i = f ? cg_attr_slot(f, attr) : SIZE_MAX;
@@ -346,7 +354,13 @@ static void cg_attr_pre(int entry, const void *h, enum cg_attr_how how, int attr
 		   cg_attr_seen[i].raw == raw;
 	pthread_mutex_unlock(&cg_attr_lock);
 	cg_attr_call.f = f, cg_attr_call.raw = raw, cg_attr_call.same = same;
-	if (!same)
+	if (same)
+		return;
+	/* A kernel told apart: only the graphs that may launch it go. */
+	CUcontext ctx = NULL;
+	if (k && CG_BK(ctx_get_current, &ctx) == CUDA_SUCCESS && ctx)
+		cg_engine_kernel_changed(entry, k, f, ctx);
+	else
 		cg_engine_boundary(entry, CG_K_RESET, CG_WHY_RESET);
 }
 

@@ -24,6 +24,7 @@ const char *const cg_reason_names[CG_WHY_COUNT] = {
 	[CG_WHY_UNSEEN_LAUNCH] = "unseen_launch",
 	[CG_WHY_HELD_TOO_LONG] = "held_too_long",
 	[CG_WHY_RESET] = "reset",
+	[CG_WHY_KERNEL_ATTR] = "kernel_attribute",
 	[CG_WHY_BUILD_FAILED] = "graph_build_failed",
 	[CG_WHY_LAUNCH_FAILED] = "graph_launch_failed",
 	[CG_WHY_BACKOFF_DIVERGE] = "backoff_diverging",

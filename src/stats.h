@@ -22,6 +22,7 @@ enum cg_reason {
 	CG_WHY_HOST_MEMORY,       /* a kernel given host memory the host may poll */
 	CG_WHY_HELD_TOO_LONG,     /* no call came for CGRAFT_MAX_HOLD_US */
 	CG_WHY_RESET,             /* kernels, contexts or launch settings changed */
+	CG_WHY_KERNEL_ATTR,       /* a kernel's attribute changed: the graphs that launch it go */
 	CG_WHY_BUILD_FAILED,      /* graph construction or instantiation failed */
 	CG_WHY_LAUNCH_FAILED,     /* graph launch or update failed */
 	CG_WHY_BACKOFF_DIVERGE,   /* shape kept diverging */
