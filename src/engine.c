@@ -1130,6 +1130,7 @@ static int cg_launch(struct cg_tmpl *t, size_t at, struct cg_wait *wait)
  * and a chain's next piece is tried first. */
 static void cg_after_launch(struct cg_tmpl *t)
 {
+	t->gaps = 0;
 	/* Expected before the run ends: a piece its learning pushes out of
 	 * the table is expected no more (cg_bury). */
 	E.expect = t->next_piece;
@@ -2192,8 +2193,16 @@ static void *cg_timer_main(void *arg)
 			cg_cond_wait(&E.timer_cv, &E.mu, hold - (cg_now_ns() - t0));
 		if (E.mode == CG_DEFER && E.held.n && E.held.n == nheld && E.seq == seq && !E.submitting) {
 			cg_count_fallback(CG_WHY_HELD_TOO_LONG);
+			/* Away at the same op of the same template's match as in
+			 * its last: the host's gap ends the run (a pause that
+			 * comes now and then, such as a collector's, does not). */
+			struct cg_tmpl *c = E.cand[0];
+			int recurs = c->gaps && c->gap_at == E.held.n;
+			c->gap_at = (uint32_t)E.held.n;
+			c->gaps = 1;
 			cg_resolve(1, 0);
-			E.last_ns = t0; /* no call since */
+			if (recurs)
+				E.last_ns = t0; /* no call since */
 			idle_since = cg_now_ns();
 		} else if (E.mode != CG_DEFER && cg_now_ns() - idle_since > 100 * hold) {
 			E.timer = 1; /* nothing held for a while: sleep until woken */

@@ -66,6 +66,9 @@ struct cg_tmpl {
 	} starts[CG_TMPL_STARTS];
 	int nstarts;
 	uint32_t legacy_n;               /* its first ops on the legacy stream, how many */
+	/* Where in its last match the hold timer found the host away (held
+	 * ops), while gaps: a launch of it sets gaps to 0 (engine.c). */
+	uint32_t gap_at, gaps;
 };
 
 #define CG_UNTIMED_REBUILDS 4

@@ -2,7 +2,10 @@
  * with no CUDA call. One stream, synchronised every fourth iteration; or
  * ("streams") two that swap roles each iteration, forked and joined by
  * events, with a value that changes each iteration and a read-back into
- * pinned memory every fourth, waited for after the host's work. */
+ * pinned memory every fourth, waited for after the host's work; or
+ * ("sporadic") a step synchronised at its end, the host pausing in every
+ * third step from the 20th, each time at another op. Arguments: iterations,
+ * the gap in microseconds, the mode, the first iteration with gaps. */
 #include "common.h"
 #include <string.h>
 #include <time.h>
@@ -22,6 +25,8 @@ int main(int argc, char **argv)
     int iters = argc > 1 ? atoi(argv[1]) : 40;
     long gap = argc > 2 ? atol(argv[2]) : 3000;
     int streams = argc > 3 && !strcmp(argv[3], "streams");
+    int sporadic = argc > 3 && !strcmp(argv[3], "sporadic");
+    int gaps_from = argc > 4 ? atoi(argv[4]) : 0; /* the first iteration with gaps */
     register_kernels();
     cudaStream_t s[2];
     cudaEvent_t fork, join, end;
@@ -33,6 +38,15 @@ int main(int argc, char **argv)
     float *y = dev_alloc_init(N, 0.25f), *z = dev_alloc_init(N, 0.5f), *u = dev_alloc_init(N, 0.125f), *h;
     CK(cudaMallocHost((void **)&h, N * sizeof *h));
     for (int it = 0; it < iters; it++) {
+        if (sporadic) { /* a pause now and then, each at another op */
+            for (int k = 0; k < 24; k++) {
+                if (it >= 20 && it % 3 == 2 && k == (it * 7) % 23 + 1)
+                    host_work(gap);
+                axpb(s[0], y, 0.5f + 0.01f * (float)k, 0.05f * (float)(k % 3), N);
+            }
+            CK(cudaStreamSynchronize(s[0]));
+            continue;
+        }
         if (!streams) {
             for (int k = 0; k < 12; k++) {
                 if (k % 5 == 3)
@@ -40,7 +54,7 @@ int main(int argc, char **argv)
                 else
                     axpb(s[0], y, 0.5f + 0.03f * (float)k, 0.1f * (float)(k % 5), N);
             }
-            host_work(gap);
+            host_work(it >= gaps_from ? gap : 0);
             if (it % 4 == 3)
                 CK(cudaStreamSynchronize(s[0]));
             continue;
@@ -61,7 +75,7 @@ int main(int argc, char **argv)
         if (rb)
             CK(cudaMemcpyAsync(h, y, N * sizeof *h, cudaMemcpyDeviceToHost, w));
         CK(cudaEventRecord(end, w));
-        host_work(gap);
+        host_work(it >= gaps_from ? gap : 0);
         if (rb) {
             CK(cudaStreamSynchronize(w));
             print_floats("h", h, 8);
