@@ -2170,6 +2170,20 @@ int cg_engine_event_independent(CUevent e)
 }
 
 /* ---- the hold timer --------------------------------------------------------------- */
+struct cg_ids {
+	int n;
+	uint64_t id[CG_MAX_CAND];
+};
+
+static int cg_id_in(const struct cg_tmpl *t, void *cookie)
+{
+	const struct cg_ids *ids = cookie;
+	for (int i = 0; i < ids->n; i++)
+		if (t->id == ids->id[i])
+			return 1;
+	return 0;
+}
+
 /* Held work is never left waiting for a call that may not come: the host may
  * wait for the device without calling CUDA (spinning on memory a kernel
  * writes, or on a host function). After CGRAFT_MAX_HOLD_US without an entry
@@ -2193,16 +2207,30 @@ static void *cg_timer_main(void *arg)
 			cg_cond_wait(&E.timer_cv, &E.mu, hold - (cg_now_ns() - t0));
 		if (E.mode == CG_DEFER && E.held.n && E.held.n == nheld && E.seq == seq && !E.submitting) {
 			cg_count_fallback(CG_WHY_HELD_TOO_LONG);
-			/* Away at the same op of the same template's match as in
-			 * its last: the host's gap ends the run (a pause that
+			/* Away at the same op of the longest candidate's match as
+			 * in its last: the host's gap ends the run (a pause that
 			 * comes now and then, such as a collector's, does not). */
 			struct cg_tmpl *c = E.cand[0];
+			for (int i = 1; i < E.ncand; i++)
+				if (E.cand[i]->n > c->n)
+					c = E.cand[i];
 			int recurs = c->gaps && c->gap_at == E.held.n;
 			c->gap_at = (uint32_t)E.held.n;
 			c->gaps = 1;
+			/* Then the candidates longer than one complete here span
+			 * the gap: each match would be held through it. They go. */
+			struct cg_ids over = { 0 };
+			for (int i = 0; recurs && E.complete && E.complete->n == E.held.n && i < E.ncand; i++)
+				if (E.cand[i]->n > E.held.n)
+					over.id[over.n++] = E.cand[i]->id;
 			cg_resolve(1, 0);
 			if (recurs)
 				E.last_ns = t0; /* no call since */
+			if (over.n) {
+				cg_build_pause();
+				cg_bury(cg_table_take_if(cg_id_in, &over));
+				cg_build_go();
+			}
 			idle_since = cg_now_ns();
 		} else if (E.mode != CG_DEFER && cg_now_ns() - idle_since > 100 * hold) {
 			E.timer = 1; /* nothing held for a while: sleep until woken */

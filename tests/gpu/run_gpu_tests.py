@@ -42,6 +42,7 @@ WORKLOAD_CASES = [
     ("solver.graph", "solver", ["--mode", "graph", "--n", "256", "--warmup", "5", "--repeats", "5", "--iters", "30"]),
     ("large", "large", ["--n", str(1 << 24), "--warmup", "2", "--repeats", "5", "--iters", "2"]),
     ("passthrough", "passthrough", ["--calls", "2000", "--repeats", "2"]),
+    ("hostgap", "hostgap", ["--warmup", "8", "--repeats", "3", "--iters", "12"]),
 ]
 
 # The fail-closed classes (kernels/class_*.cu): work cgraft must pass through, or
