@@ -2184,6 +2184,38 @@ static int cg_id_in(const struct cg_tmpl *t, void *cookie)
 	return 0;
 }
 
+/* The timer found held work with no call since t0: it goes out eagerly.
+ * Where the timer found the host away at the same op of the longest
+ * candidate's match as in its last, the host's gap ends the run (a pause
+ * that comes now and then, such as a collector's, does not), and the
+ * candidates longer than one complete there go: they span the gap, and
+ * each of their matches would be held through it. */
+static void cg_timer_send_out(uint64_t t0)
+{
+	cg_count_fallback(CG_WHY_HELD_TOO_LONG);
+	struct cg_tmpl *c = E.ncand ? E.cand[0] : NULL;
+	for (int i = 1; i < E.ncand; i++)
+		if (E.cand[i]->n > c->n)
+			c = E.cand[i];
+	int recurs = c && c->gaps && c->gap_at == E.held.n;
+	if (c) {
+		c->gap_at = (uint32_t)E.held.n;
+		c->gaps = 1;
+	}
+	struct cg_ids over = { 0 };
+	for (int i = 0; recurs && E.complete && E.complete->n == E.held.n && i < E.ncand; i++)
+		if (E.cand[i]->n > E.held.n)
+			over.id[over.n++] = E.cand[i]->id;
+	cg_resolve(1, 0);
+	if (recurs)
+		E.last_ns = t0; /* no call since */
+	if (over.n) {
+		cg_build_pause();
+		cg_bury(cg_table_take_if(cg_id_in, &over));
+		cg_build_go();
+	}
+}
+
 /* Held work is never left waiting for a call that may not come: the host may
  * wait for the device without calling CUDA (spinning on memory a kernel
  * writes, or on a host function). After CGRAFT_MAX_HOLD_US without an entry
@@ -2206,31 +2238,7 @@ static void *cg_timer_main(void *arg)
 		while (cg_now_ns() - t0 < hold)
 			cg_cond_wait(&E.timer_cv, &E.mu, hold - (cg_now_ns() - t0));
 		if (E.mode == CG_DEFER && E.held.n && E.held.n == nheld && E.seq == seq && !E.submitting) {
-			cg_count_fallback(CG_WHY_HELD_TOO_LONG);
-			/* Away at the same op of the longest candidate's match as
-			 * in its last: the host's gap ends the run (a pause that
-			 * comes now and then, such as a collector's, does not). */
-			struct cg_tmpl *c = E.cand[0];
-			for (int i = 1; i < E.ncand; i++)
-				if (E.cand[i]->n > c->n)
-					c = E.cand[i];
-			int recurs = c->gaps && c->gap_at == E.held.n;
-			c->gap_at = (uint32_t)E.held.n;
-			c->gaps = 1;
-			/* Then the candidates longer than one complete here span
-			 * the gap: each match would be held through it. They go. */
-			struct cg_ids over = { 0 };
-			for (int i = 0; recurs && E.complete && E.complete->n == E.held.n && i < E.ncand; i++)
-				if (E.cand[i]->n > E.held.n)
-					over.id[over.n++] = E.cand[i]->id;
-			cg_resolve(1, 0);
-			if (recurs)
-				E.last_ns = t0; /* no call since */
-			if (over.n) {
-				cg_build_pause();
-				cg_bury(cg_table_take_if(cg_id_in, &over));
-				cg_build_go();
-			}
+			cg_timer_send_out(t0);
 			idle_since = cg_now_ns();
 		} else if (E.mode != CG_DEFER && cg_now_ns() - idle_since > 100 * hold) {
 			E.timer = 1; /* nothing held for a while: sleep until woken */
