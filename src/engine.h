@@ -33,9 +33,9 @@ void cg_engine_boundary(int entry, enum cg_kind kind, enum cg_reason why) CG_HID
 /* A kernel's attribute changes: kernel k (a CUkernel), whose function in
  * context ctx, the current one, is f. Held work goes out first; the graphs
  * that may launch it go (a node of k, of f, or of a function in another
- * context), with what learning and the launches seen to succeed kept, as
- * after a reset; the graphs of other kernels stay. Even while the engine
- * stands aside. */
+ * context), and what learning kept and the launches seen to succeed are
+ * forgotten, as after a reset; the graphs of other kernels stay. Even while
+ * the engine stands aside. */
 void cg_engine_kernel_changed(int entry, const void *k, const void *f, CUcontext ctx) CG_HIDDEN;
 /* Whether a stream may have waited for memory (a CG_K_MWAIT call was seen):
  * then no graph spans two streams. */
