@@ -1894,15 +1894,23 @@ static void cg_forget_memory_locked(const void *p, size_t n)
  * aside now (the governor's probes, a capture, a pause): its handles may
  * come back as other kernels, streams or communicators by the time it
  * stands in again. */
+/* With the builder paused: the templates gone (taken out of the table) are
+ * buried, and what learning kept, the launches seen to succeed and a
+ * probation go with them. */
+static void cg_forget_templates_locked(struct cg_tmpl *gone)
+{
+	memset(cg_seen_launch, 0, sizeof cg_seen_launch);
+	cg_learn_forget();
+	cg_bury(gone);
+	cg_early_clear();
+}
+
 static void cg_forget_reset_locked(void)
 {
 	cg_build_pause();
 	cg_kinfo_forget_all();
-	memset(cg_seen_launch, 0, sizeof cg_seen_launch);
 	cg_op_nccl_forget();
-	cg_learn_forget();
-	cg_bury(cg_table_take_naming(NULL, NULL, 1));
-	cg_early_clear();
+	cg_forget_templates_locked(cg_table_take_naming(NULL, NULL, 1));
 	cg_build_go();
 }
 
@@ -1928,15 +1936,14 @@ static int cg_tmpl_launches(const struct cg_tmpl *t, void *cookie)
 	return 0;
 }
 
+/* As a reset does, but of the templates only those that may launch the
+ * kernel go, and the one on probation (its probation ends). */
 static void cg_forget_kernel_locked(const struct cg_kchange *c)
 {
 	cg_build_pause();
-	memset(cg_seen_launch, 0, sizeof cg_seen_launch);
-	cg_learn_forget();
 	if (E.early.on)
 		cg_bury(cg_table_take_if(cg_early_named, NULL));
-	cg_early_clear();
-	cg_bury(cg_table_take_if(cg_tmpl_launches, (void *)c));
+	cg_forget_templates_locked(cg_table_take_if(cg_tmpl_launches, (void *)c));
 	cg_build_go();
 }
 
