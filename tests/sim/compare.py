@@ -131,11 +131,13 @@ def main():
                 print(f"FAIL seed {seed}: no readable stats from the preloaded run ({e})")
                 failures += 1
                 continue
-            for expr in args.expect:
-                msg = check_expect(stats, expr)
-                if msg:
-                    print(f"FAIL seed {seed}: {msg}")
-                    failures += 1
+            missed = [m for m in (check_expect(stats, e) for e in args.expect) if m]
+            for msg in missed:
+                print(f"FAIL seed {seed}: {msg}")
+                failures += 1
+            if missed:
+                print("  stats: " + ", ".join(f"{k}={stats.get(k)}" for k in
+                      ("ops_total", "ops_replayed", "graph_launches", "host_gaps", "fallbacks")))
             for key in args.expect_absent:
                 val = lookup(stats, key)
                 if val not in (None, 0, {}, []):
