@@ -282,6 +282,42 @@ void cg_pre_cuCtxPushCurrent_v2(int entry, int pt, CUcontext c)
 	cg_pre_cuCtxSetCurrent(entry, pt, c);
 }
 
+/* Libraries push the current context around their work (cuFFT, cuRAND) and
+ * pop it after: a pop that leaves the same context current changes nothing.
+ * Which context a pop makes current is known only once it is made; where it
+ * is another, the segment ends there with the context popped pushed again,
+ * so that held work goes out where it was recorded, as it would have before
+ * the pop. One whose context before cannot be told ends the segment first. */
+static CG_TLS CUcontext cg_pop_from;
+static CG_TLS int cg_pop_known;
+
+void cg_pre_cuCtxPopCurrent_v2(int entry, int pt, CUcontext *pctx)
+{
+	(void)pt, (void)pctx;
+	cg_pop_known = 0;
+	if (!cg_on())
+		return;
+	if (cg_backend_ready() == 0 && CG_BK(ctx_get_current, &cg_pop_from) == CUDA_SUCCESS && cg_pop_from)
+		cg_pop_known = 1;
+	else
+		cg_engine_boundary(entry, CG_K_SYNC, CG_WHY_DEVICE);
+}
+
+void cg_post_cuCtxPopCurrent_v2(int entry, int pt, int rc, CUcontext *pctx)
+{
+	(void)pt, (void)pctx;
+	CUcontext now, popped;
+	if (!cg_pop_known || rc != CUDA_SUCCESS)
+		return;
+	cg_pop_known = 0;
+	if (CG_BK(ctx_get_current, &now) == CUDA_SUCCESS && now == cg_pop_from)
+		return;
+	int pushed = CG_BK(ctx_push, cg_pop_from) == CUDA_SUCCESS;
+	cg_engine_boundary(entry, CG_K_SYNC, CG_WHY_DEVICE);
+	if (pushed)
+		CG_BK(ctx_pop, &popped);
+}
+
 /* ---- kernel attributes ------------------------------------------------------------ */
 /* Raising or lowering a kernel's limits changes which launches succeed: the
  * graphs that may launch it go, so that the next launches are made, and

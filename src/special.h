@@ -79,6 +79,8 @@ CG_PRE(cuCtxSetCurrent, CUcontext c);
 #define cg_post_cuCtxSetCurrent CG_NOTHING
 CG_PRE(cuCtxPushCurrent_v2, CUcontext c);
 #define cg_post_cuCtxPushCurrent_v2 CG_NOTHING
+CG_PRE(cuCtxPopCurrent_v2, CUcontext *pctx);
+CG_POST(cuCtxPopCurrent_v2, CUcontext *pctx);
 
 /* A node of the program's graph that waits for memory or a semaphore. */
 CG_PRE(rt_graph_add_node, cudaGraphNode_t *n, cudaGraph_t g, const cudaGraphNode_t *deps, const cudaGraphEdgeData *edges,
