@@ -42,6 +42,8 @@
 #define CG_FREES_BYTES ((size_t)64 << 20)
 #define CG_NAMED 16
 #define CG_GAP_MIN_NS 1000000ull /* the shortest host gap that ends a run */
+#define CG_GAP_SHORT_NS 250000ull /* ... where one came at the same op of the run before */
+#define CG_GAP_ATS 8
 
 /* Memory the copies and memsets of a stretch of ops name, but for copies
  * that become copy kernels (n > CG_NAMED: too many to tell, all of it),
@@ -104,6 +106,12 @@ static struct {
 	/* When the last call the engine saw ended, at the latest (0: not
 	 * known): a host gap since then ends the run (cg_gap_ends_run). */
 	uint64_t last_ns;
+	/* Where in the run (its ops before) shorter gaps came, in this run and
+	 * the one before. */
+	struct cg_gap_ats {
+		uint32_t at[CG_GAP_ATS];
+		int n;
+	} gaps_now, gaps_before;
 	struct cg_tmpl *anchor;      /* launched just before the run (a key only) */
 	struct cg_period period;
 	/* A period cut early (cg_period_early): its template is on probation
@@ -841,6 +849,8 @@ static int cg_run_end(int host_waits)
 	cg_period_reset(&E.period);
 	if (!n)
 		return 0;
+	E.gaps_before = E.gaps_now;
+	E.gaps_now.n = 0;
 	E.segno++;
 	cg_stat_add(segments, 1);
 	uint64_t eager_ns = E.run_ns_ok ? E.run_ns : 0;
@@ -1617,16 +1627,34 @@ static int cg_fast_held(struct cg_op *op)
 	return CG_DEFERRED;
 }
 
+static int cg_gap_at(const struct cg_gap_ats *g, uint32_t at)
+{
+	for (int i = 0; i < g->n; i++)
+		if (g->at[i] == at)
+			return 1;
+	return 0;
+}
+
 /* The host away from CUDA for longer than work may be held (and never less
  * than CG_GAP_MIN_NS) is where the run ends: an iteration the host then
  * works on its own after issuing ends there, so that its graph, once
- * learnt, is launched at its last op and not held through the gap. */
+ * learnt, is launched at its last op and not held through the gap. So does
+ * a shorter one (CG_GAP_SHORT_NS) that came at the same op of the run
+ * before: the host's own work in each iteration, not a collector's pause
+ * now and then. */
 static void cg_gap_ends_run(uint64_t now)
 {
-	uint64_t gap = (uint64_t)cg_opt.max_hold_us * 1000;
+	uint64_t gap = (uint64_t)cg_opt.max_hold_us * 1000, away = now - E.last_ns;
 	if (gap < CG_GAP_MIN_NS)
 		gap = CG_GAP_MIN_NS;
-	if (E.last_ns && E.run.n && now - E.last_ns >= gap) {
+	int ends = 0;
+	if (E.last_ns && E.run.n && away >= CG_GAP_SHORT_NS) {
+		uint32_t at = (uint32_t)E.run.n;
+		ends = away >= gap || cg_gap_at(&E.gaps_before, at);
+		if (E.gaps_now.n < CG_GAP_ATS && !cg_gap_at(&E.gaps_now, at))
+			E.gaps_now.at[E.gaps_now.n++] = at;
+	}
+	if (ends) {
 		cg_stat_add(host_gaps, 1);
 		cg_early_end(); /* as at a boundary */
 		cg_early_bury();

@@ -4,7 +4,8 @@
  * events, with a value that changes each iteration and a read-back into
  * pinned memory every fourth, waited for after the host's work; or
  * ("sporadic") a step synchronised at its end, the host pausing in every
- * third step from the 20th, each time at another op. Arguments: iterations,
+ * third step from the 20th (or the first with gaps), each time at another
+ * op; or ("everystep") so in every step. Arguments: iterations,
  * the gap in microseconds, the mode, the first iteration with gaps. */
 #include "common.h"
 #include <string.h>
@@ -25,8 +26,9 @@ int main(int argc, char **argv)
     int iters = argc > 1 ? atoi(argv[1]) : 40;
     long gap = argc > 2 ? atol(argv[2]) : 3000;
     int streams = argc > 3 && !strcmp(argv[3], "streams");
-    int sporadic = argc > 3 && !strcmp(argv[3], "sporadic");
-    int gaps_from = argc > 4 ? atoi(argv[4]) : 0; /* the first iteration with gaps */
+    int every = argc > 3 && !strcmp(argv[3], "everystep");
+    int sporadic = every || (argc > 3 && !strcmp(argv[3], "sporadic"));
+    int gaps_from = argc > 4 ? atoi(argv[4]) : sporadic ? 20 : 0; /* the first iteration with gaps */
     register_kernels();
     cudaStream_t s[2];
     cudaEvent_t fork, join, end;
@@ -40,7 +42,7 @@ int main(int argc, char **argv)
     for (int it = 0; it < iters; it++) {
         if (sporadic) { /* a pause now and then, each at another op */
             for (int k = 0; k < 24; k++) {
-                if (it >= 20 && it % 3 == 2 && k == (it * 7) % 23 + 1)
+                if (it >= gaps_from && (every || it % 3 == 2) && k == (it * 7) % 23 + 1)
                     host_work(gap);
                 axpb(s[0], y, 0.5f + 0.01f * (float)k, 0.05f * (float)(k % 3), N);
             }
