@@ -3,11 +3,13 @@
 #ifndef SIM_PROGS_COMMON_H
 #define SIM_PROGS_COMMON_H
 
+#include <dlfcn.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include "sim.h"
@@ -21,6 +23,25 @@
 } while (0)
 
 #define FAIL(...) do { fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); exit(1); } while (0)
+
+/* A driver entry point as libraries find one: through cuGetProcAddress
+ * (CUDA 13's), from libcuda.so.1 loaded at run time. */
+static inline void *driver_fn(const char *name)
+{
+    typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
+    static gpa_fn gpa;
+    if (!gpa) {
+        void *h = dlopen("libcuda.so.1", RTLD_NOW);
+        gpa = h ? (gpa_fn)dlsym(h, "cuGetProcAddress_v2") : NULL;
+        if (!gpa)
+            FAIL("no cuGetProcAddress_v2");
+    }
+    void *f = NULL;
+    CUdriverProcAddressQueryResult st;
+    if (gpa(name, &f, 13000, 0, &st) != CUDA_SUCCESS || !f)
+        FAIL("no %s", name);
+    return f;
+}
 
 /* What nvcc-generated launch code calls; C headers do not declare them. */
 cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *func);

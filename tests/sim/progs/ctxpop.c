@@ -5,38 +5,20 @@
  * must go out there, though the pop that ends its segment has already made
  * the first context current (a kernel on a stream of a context that is not
  * current is refused). */
-#include <dlfcn.h>
 #include <string.h>
 
-#include <cuda.h>
-
 #include "common.h"
-
-typedef CUresult (*gpa_fn)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *);
-
-static void *driver_fn(gpa_fn gpa, const char *name)
-{
-    void *f = NULL;
-    CUdriverProcAddressQueryResult st;
-    if (gpa(name, &f, 13000, 0, &st) != CUDA_SUCCESS || !f)
-        FAIL("no %s", name);
-    return f;
-}
 
 int main(int argc, char **argv)
 {
     enum { N = 64, ITERS = 30 };
     int other = argc > 1 && strcmp(argv[1], "other") == 0;
     register_kernels();
-    void *h = dlopen("libcuda.so.1", RTLD_NOW);
-    gpa_fn gpa = h ? (gpa_fn)dlsym(h, "cuGetProcAddress_v2") : NULL;
-    if (!gpa)
-        FAIL("no cuGetProcAddress_v2");
-    CUresult (*get_ctx)(CUcontext *) = driver_fn(gpa, "cuCtxGetCurrent");
-    CUresult (*push)(CUcontext) = driver_fn(gpa, "cuCtxPushCurrent");
-    CUresult (*pop)(CUcontext *) = driver_fn(gpa, "cuCtxPopCurrent");
+    CUresult (*get_ctx)(CUcontext *) = driver_fn("cuCtxGetCurrent");
+    CUresult (*push)(CUcontext) = driver_fn("cuCtxPushCurrent");
+    CUresult (*pop)(CUcontext *) = driver_fn("cuCtxPopCurrent");
     CUresult (*create)(CUcontext *, CUctxCreateParams *, unsigned int, CUdevice) =
-        driver_fn(gpa, "cuCtxCreate");
+        driver_fn("cuCtxCreate");
 
     cudaStream_t s;
     CK(cudaStreamCreate(&s));

@@ -1,26 +1,14 @@
 /* Scenario: naming the current device or context again, as libraries do
  * before their calls (cudaSetDevice, cuCtxSetCurrent), changes nothing:
  * the iteration stays one segment, one graph launch. */
-#include <dlfcn.h>
-
-#include <cuda.h>
-
 #include "common.h"
 
 int main(void)
 {
     enum { N = 64, ITERS = 30 };
     register_kernels();
-    void *h = dlopen("libcuda.so.1", RTLD_NOW);
-    CUresult (*gpa)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *) =
-        h ? (CUresult(*)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *))
-                dlsym(h, "cuGetProcAddress_v2")
-          : NULL;
-    CUresult (*get_ctx)(CUcontext *) = NULL, (*set_ctx)(CUcontext) = NULL;
-    CUdriverProcAddressQueryResult st;
-    if (!gpa || gpa("cuCtxGetCurrent", (void **)&get_ctx, 13000, 0, &st) != CUDA_SUCCESS ||
-        gpa("cuCtxSetCurrent", (void **)&set_ctx, 13000, 0, &st) != CUDA_SUCCESS)
-        FAIL("no cuCtxGetCurrent/cuCtxSetCurrent");
+    CUresult (*get_ctx)(CUcontext *) = driver_fn("cuCtxGetCurrent");
+    CUresult (*set_ctx)(CUcontext) = driver_fn("cuCtxSetCurrent");
     cudaStream_t s;
     CK(cudaStreamCreate(&s));
     float *x = dev_alloc_init(N, 0.5f), *y = dev_alloc_init(N, 1.5f);
