@@ -41,8 +41,11 @@
 #define CG_FREES 64
 #define CG_FREES_BYTES ((size_t)64 << 20)
 #define CG_NAMED 16
-#define CG_GAP_MIN_NS 1000000ull /* the shortest host gap that ends a run */
-#define CG_GAP_SHORT_NS 250000ull /* ... where one came at the same op of the run before */
+/* The shortest host gap that ends a run: the hold, and never less than
+ * CG_GAP_MIN_NS; where one came at the same op before, a quarter of the
+ * hold, and never less than CG_GAP_SHORT_NS (cg_gap_ns). */
+#define CG_GAP_MIN_NS 1000000ull
+#define CG_GAP_SHORT_NS 250000ull
 #define CG_GAP_ATS 8
 
 /* Memory the copies and memsets of a stretch of ops name, but for copies
@@ -106,6 +109,7 @@ static struct {
 	/* When the last call the engine saw ended, at the latest (0: not
 	 * known): a host gap since then ends the run (cg_gap_ends_run). */
 	uint64_t last_ns;
+	int gapped;                  /* a timed replay found the host away (cg_defer_gap) */
 	/* Where in the run (its ops before) shorter gaps came, in this run and
 	 * the one before. */
 	struct cg_gap_ats {
@@ -544,6 +548,7 @@ static void cg_defer_clear(void)
 	E.nev = 0;
 	E.nwritten = 0;
 	E.last_ns = 0; /* the fast path reads no clock */
+	E.gapped = 0;
 	cg_stat_add(ops_total, E.nfast);
 	E.nfast = 0;
 }
@@ -1105,6 +1110,8 @@ static int cg_launch(struct cg_tmpl *t, size_t at, struct cg_wait *wait)
 			       .epoch = E.epoch,
 			       .thread = &cg_self };
 	uint64_t t0 = E.timing ? cg_now_ns() : 0, c0 = cg_cost_start();
+	if (t0 && !E.gapped)
+		t->short_gaps = 0; /* gaps in two timed matches running, or none */
 	cg_unlock_for_calls();
 	int rc = cg_graph_launch(t, &l);
 	cg_relock_after_calls();
@@ -1635,32 +1642,120 @@ static int cg_gap_at(const struct cg_gap_ats *g, uint32_t at)
 	return 0;
 }
 
-/* The host away from CUDA for longer than work may be held (and never less
- * than CG_GAP_MIN_NS) is where the run ends: an iteration the host then
- * works on its own after issuing ends there, so that its graph, once
- * learnt, is launched at its last op and not held through the gap. So does
- * a shorter one (CG_GAP_SHORT_NS) that came at the same op of the run
- * before: the host's own work in each iteration, not a collector's pause
- * now and then. */
+/* The host's gap ends the run, as a boundary would. */
+static void cg_gap_end(void)
+{
+	cg_stat_add(host_gaps, 1);
+	cg_early_end();
+	cg_early_bury();
+	cg_run_end(0);
+}
+
+static inline uint64_t cg_gap_ns(int again)
+{
+	uint64_t hold = (uint64_t)cg_opt.max_hold_us * 1000, g = again ? hold / 4 : hold;
+	uint64_t least = again ? CG_GAP_SHORT_NS : CG_GAP_MIN_NS;
+	return g < least ? least : g;
+}
+
+/* The host away from CUDA for longer than work may be held is where the
+ * run ends: an iteration the host then works on its own after issuing ends
+ * there, so that its graph, once learnt, is launched at its last op and
+ * not held through the gap. So does a shorter one that came at the same op
+ * of the run before: the host's own work in each iteration, not a
+ * collector's pause now and then. */
 static void cg_gap_ends_run(uint64_t now)
 {
-	uint64_t gap = (uint64_t)cg_opt.max_hold_us * 1000, away = now - E.last_ns;
-	if (gap < CG_GAP_MIN_NS)
-		gap = CG_GAP_MIN_NS;
+	uint64_t gap = cg_gap_ns(0), away = now - E.last_ns;
 	int ends = 0;
-	if (E.last_ns && E.run.n && away >= CG_GAP_SHORT_NS) {
+	if (E.last_ns && E.run.n && away >= cg_gap_ns(1)) {
 		uint32_t at = (uint32_t)E.run.n;
 		ends = away >= gap || cg_gap_at(&E.gaps_before, at);
 		if (E.gaps_now.n < CG_GAP_ATS && !cg_gap_at(&E.gaps_now, at))
 			E.gaps_now.at[E.gaps_now.n++] = at;
 	}
-	if (ends) {
-		cg_stat_add(host_gaps, 1);
-		cg_early_end(); /* as at a boundary */
-		cg_early_bury();
-		cg_run_end(0);
+	if (ends)
+		cg_gap_end();
+	E.last_ns = 0;
+}
+
+/* ---- candidates that span a host gap ------------------------------------------ */
+struct cg_ids {
+	int n;
+	uint64_t id[CG_MAX_CAND];
+};
+
+static int cg_id_in(const struct cg_tmpl *t, void *cookie)
+{
+	const struct cg_ids *ids = cookie;
+	for (int i = 0; i < ids->n; i++)
+		if (t->id == ids->id[i])
+			return 1;
+	return 0;
+}
+
+static struct cg_tmpl *cg_longest_cand(void)
+{
+	struct cg_tmpl *c = E.ncand ? E.cand[0] : NULL;
+	for (int i = 1; i < E.ncand; i++)
+		if (E.cand[i]->n > c->n)
+			c = E.cand[i];
+	return c;
+}
+
+/* The candidates longer than the held ops, by id (a resolve forgets them):
+ * they span the place the host went away at. */
+static void cg_spanning(struct cg_ids *over)
+{
+	for (int i = 0; i < E.ncand; i++)
+		if (E.cand[i]->n > E.held.n)
+			over->id[over->n++] = E.cand[i]->id;
+}
+
+static void cg_bury_ids(const struct cg_ids *ids)
+{
+	if (!ids->n)
+		return;
+	cg_build_pause();
+	cg_bury(cg_table_take_if(cg_id_in, (void *)ids));
+	cg_build_go();
+}
+
+/* A replay timed for its host cost (cg_tmpl_wants_timing) found the host
+ * away for a shorter gap (cg_gap_ns) before this call, with the held ops
+ * before it. Where the longest candidate's last timed match found its
+ * first gap at the same op, the host works there in each iteration (the template
+ * was learnt before such gaps came, or its stretches were cut where the
+ * ops alone cannot tell an iteration's end): the held work goes (a
+ * candidate complete there launched), the candidates that span the gap
+ * go, and the run ends there, so that what is learnt again ends where the
+ * host goes away. A gap at another op each time ends nothing. */
+static void cg_defer_gap(void)
+{
+	struct cg_tmpl *c = cg_longest_cand();
+	uint32_t at = (uint32_t)E.held.n;
+	int recurs = c && c->short_gaps && c->short_at == at;
+	/* A stretch over several gaps is known by its first. */
+	if (c && !E.gapped) {
+		c->short_at = at;
+		c->short_gaps = 1;
 	}
 	E.last_ns = 0;
+	E.gapped = 1;
+	if (!recurs)
+		return;
+	struct cg_ids over = { 0 };
+	cg_spanning(&over);
+	cg_resolve(0, 0);
+	cg_bury_ids(&over);
+	cg_gap_end();
+}
+
+/* In a timed replay: whether the host was away since the last held call
+ * ended for long enough to look at (cg_defer_gap). */
+static inline int cg_held_gap(uint64_t now)
+{
+	return E.mode == CG_DEFER && E.held.n && E.last_ns && now - E.last_ns >= cg_gap_ns(1);
 }
 
 /* cg_engine_op past its fast path, with the lock held. */
@@ -1674,11 +1769,12 @@ static __attribute__((noinline)) int cg_engine_op_slow(struct cg_op *op)
 	if (cg_unlikely(op->kind == CG_OP_NCCL))
 		atomic_store(&cg_nccl_held, 1);
 	if (E.timing && cg_fast_ok(op)) {
-		/* A replay sampled for its host time counts the held calls'. */
+		/* A replay sampled for its host time counts the held calls',
+		 * and sees the host's gaps between them (cg_defer_gap). */
 		uint64_t t0 = cg_now_ns();
-		if (cg_hold_fast(op)) {
+		if (!cg_held_gap(t0) && cg_hold_fast(op)) {
 			if (E.timing)
-				E.defer_ns += cg_now_ns() - t0;
+				E.defer_ns += (E.last_ns = cg_now_ns()) - t0;
 			return cg_fast_held(op);
 		}
 	}
@@ -1691,6 +1787,8 @@ static __attribute__((noinline)) int cg_engine_op_slow(struct cg_op *op)
 	if (E.mode == CG_RECORD)
 		cg_gap_ends_run(t0);
 	cg_claim(op->ctx);
+	if (E.timing && cg_held_gap(t0))
+		cg_defer_gap();
 	cg_stat_add(ops_total, 1);
 	enum cg_reason why;
 	int expected = op->kind == CG_OP_KERNEL && E.mode == CG_DEFER && cg_kernel_expected(op);
@@ -1706,7 +1804,7 @@ static __attribute__((noinline)) int cg_engine_op_slow(struct cg_op *op)
 		held = cg_try_start(op, &wait);
 	if (held) {
 		if (E.timing && t0)
-			E.defer_ns += cg_now_ns() - t0;
+			E.defer_ns += (E.last_ns = cg_now_ns()) - t0;
 		cg_lock_give(&E.mu);
 		op->status = cg_wait_readback(&wait);
 		return CG_DEFERRED;
@@ -2205,20 +2303,6 @@ int cg_engine_event_independent(CUevent e)
 }
 
 /* ---- the hold timer --------------------------------------------------------------- */
-struct cg_ids {
-	int n;
-	uint64_t id[CG_MAX_CAND];
-};
-
-static int cg_id_in(const struct cg_tmpl *t, void *cookie)
-{
-	const struct cg_ids *ids = cookie;
-	for (int i = 0; i < ids->n; i++)
-		if (t->id == ids->id[i])
-			return 1;
-	return 0;
-}
-
 /* The timer found held work with no call since t0: it goes out eagerly.
  * Where the timer found the host away at the same op of the longest
  * candidate's match as in its last, the host's gap ends the run (a pause
@@ -2228,27 +2312,19 @@ static int cg_id_in(const struct cg_tmpl *t, void *cookie)
 static void cg_timer_send_out(uint64_t t0)
 {
 	cg_count_fallback(CG_WHY_HELD_TOO_LONG);
-	struct cg_tmpl *c = E.ncand ? E.cand[0] : NULL;
-	for (int i = 1; i < E.ncand; i++)
-		if (E.cand[i]->n > c->n)
-			c = E.cand[i];
+	struct cg_tmpl *c = cg_longest_cand();
 	int recurs = c && c->gaps && c->gap_at == E.held.n;
 	if (c) {
 		c->gap_at = (uint32_t)E.held.n;
 		c->gaps = 1;
 	}
 	struct cg_ids over = { 0 };
-	for (int i = 0; recurs && E.complete && E.complete->n == E.held.n && i < E.ncand; i++)
-		if (E.cand[i]->n > E.held.n)
-			over.id[over.n++] = E.cand[i]->id;
+	if (recurs && E.complete && E.complete->n == E.held.n)
+		cg_spanning(&over);
 	cg_resolve(1, 0);
 	if (recurs)
 		E.last_ns = t0; /* no call since */
-	if (over.n) {
-		cg_build_pause();
-		cg_bury(cg_table_take_if(cg_id_in, &over));
-		cg_build_go();
-	}
+	cg_bury_ids(&over);
 }
 
 /* Held work is never left waiting for a call that may not come: the host may

@@ -70,7 +70,8 @@ static const struct cg_opt_desc cg_opt_table[] = {
 	  "kernels where the changes need them); 0: every node is updated from the host" },
 	{ "CGRAFT_MAX_HOLD_US", CG_OPT_COUNT, &cg_opt.max_hold_us, 1, "1000",
 	  "held work is submitted after this many microseconds without a CUDA call (the host may be polling); "
-	  "a gap this long (1 ms at least) also ends what cgraft learns as one stretch" },
+	  "a gap this long (1 ms at least) also ends what cgraft learns as one stretch, and so does a quarter of it "
+	  "(250 us at least) that recurs at the same op" },
 	{ "CGRAFT_DRIVER_OPS", CG_OPT_BOOL, &cg_opt.driver_ops, 0, "1",
 	  "replay kernels launched through the driver (cuBLAS, static runtimes); 0 makes them segment ends" },
 	{ "CGRAFT_BACKOFF_SLOW", CG_OPT_BOOL, &cg_opt.backoff_slow, 0, "1",

@@ -69,6 +69,9 @@ struct cg_tmpl {
 	/* Where in its last match the hold timer found the host away (held
 	 * ops), while gaps: a launch of it sets gaps to 0 (engine.c). */
 	uint32_t gap_at, gaps;
+	/* Where its last timed match first found the host away for a shorter
+	 * gap (held ops), while short_gaps (engine.c, cg_defer_gap). */
+	uint32_t short_at, short_gaps;
 };
 
 #define CG_UNTIMED_REBUILDS 4

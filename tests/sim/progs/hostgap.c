@@ -5,8 +5,10 @@
  * pinned memory every fourth, waited for after the host's work; or
  * ("sporadic") a step synchronised at its end, the host pausing in every
  * third step from the 20th (or the first with gaps), each time at another
- * op; or ("everystep") so in every step. Arguments: iterations,
- * the gap in microseconds, the mode, the first iteration with gaps. */
+ * op; or ("everystep") so in every step; or ("same") an iteration of 16
+ * launches alike, arguments and all, so that only the host's gaps tell
+ * where an iteration ends. Arguments: iterations, the gap in
+ * microseconds, the mode, the first iteration with gaps. */
 #include "common.h"
 #include <string.h>
 #include <time.h>
@@ -28,6 +30,7 @@ int main(int argc, char **argv)
     int streams = argc > 3 && !strcmp(argv[3], "streams");
     int every = argc > 3 && !strcmp(argv[3], "everystep");
     int sporadic = every || (argc > 3 && !strcmp(argv[3], "sporadic"));
+    int same = argc > 3 && !strcmp(argv[3], "same");
     int gaps_from = argc > 4 ? atoi(argv[4]) : sporadic ? 20 : 0; /* the first iteration with gaps */
     register_kernels();
     cudaStream_t s[2];
@@ -50,8 +53,10 @@ int main(int argc, char **argv)
             continue;
         }
         if (!streams) {
-            for (int k = 0; k < 12; k++) {
-                if (k % 5 == 3)
+            for (int k = 0; k < (same ? 16 : 12); k++) {
+                if (same)
+                    axpb(s[0], y, 0.999f, 0.001f, N);
+                else if (k % 5 == 3)
                     sq(s[0], y, N);
                 else
                     axpb(s[0], y, 0.5f + 0.03f * (float)k, 0.1f * (float)(k % 5), N);
