@@ -1682,7 +1682,7 @@ static void cg_gap_ends_run(uint64_t now)
 /* ---- candidates that span a host gap ------------------------------------------ */
 struct cg_ids {
 	int n;
-	uint64_t id[CG_MAX_CAND];
+	uint64_t id[8 * CG_MAX_CAND];
 };
 
 static int cg_id_in(const struct cg_tmpl *t, void *cookie)
@@ -1704,12 +1704,19 @@ static struct cg_tmpl *cg_longest_cand(void)
 }
 
 /* The candidates longer than the held ops, by id (a resolve forgets them):
- * they span the place the host went away at. */
-static void cg_spanning(struct cg_ids *over)
+ * they span the place the host went away at. With chains, every piece of
+ * a chain such a candidate is a piece of: the run the chain was cut from
+ * spans it. */
+static void cg_spanning(struct cg_ids *over, int chains)
 {
-	for (int i = 0; i < E.ncand; i++)
-		if (E.cand[i]->n > E.held.n)
-			over->id[over->n++] = E.cand[i]->id;
+	const int max = (int)(sizeof over->id / sizeof over->id[0]);
+	for (int i = 0; i < E.ncand && over->n < max; i++)
+		if (E.cand[i]->n > E.held.n) {
+			if (chains)
+				over->n += cg_tmpl_chain_ids(E.cand[i], over->id + over->n, max - over->n);
+			else
+				over->id[over->n++] = E.cand[i]->id;
+		}
 }
 
 static void cg_bury_ids(const struct cg_ids *ids)
@@ -1728,8 +1735,9 @@ static void cg_bury_ids(const struct cg_ids *ids)
  * was learnt before such gaps came, or its stretches were cut where the
  * ops alone cannot tell an iteration's end): the held work goes (a
  * candidate complete there launched), the candidates that span the gap
- * go, and the run ends there, so that what is learnt again ends where the
- * host goes away. A gap at another op each time ends nothing. */
+ * go with their chains, and the run ends there, so that what is learnt
+ * again ends where the host goes away. A gap at another op each time ends
+ * nothing. */
 static void cg_defer_gap(void)
 {
 	struct cg_tmpl *c = cg_longest_cand();
@@ -1745,7 +1753,7 @@ static void cg_defer_gap(void)
 	if (!recurs)
 		return;
 	struct cg_ids over = { 0 };
-	cg_spanning(&over);
+	cg_spanning(&over, 1);
 	cg_resolve(0, 0);
 	cg_bury_ids(&over);
 	cg_gap_end();
@@ -2320,7 +2328,7 @@ static void cg_timer_send_out(uint64_t t0)
 	}
 	struct cg_ids over = { 0 };
 	if (recurs && E.complete && E.complete->n == E.held.n)
-		cg_spanning(&over);
+		cg_spanning(&over, 0);
 	cg_resolve(1, 0);
 	if (recurs)
 		E.last_ns = t0; /* no call since */

@@ -268,6 +268,24 @@ int cg_table_starts_alike(const struct cg_op *op)
 	return 0;
 }
 
+int cg_tmpl_chain_ids(const struct cg_tmpl *t, uint64_t *ids, int max)
+{
+	/* Back to the first piece: a piece is the next of one piece at most. */
+	const struct cg_tmpl *head = t;
+	for (int steps = 0, moved = 1; moved && steps < max; steps++) {
+		moved = 0;
+		for (const struct cg_tmpl *o = cg_lru_head; o && !moved; o = o->next)
+			if (o->next_piece == head) {
+				head = o;
+				moved = 1;
+			}
+	}
+	int n = 0;
+	for (const struct cg_tmpl *p = head; p && n < max; p = p->next_piece)
+		ids[n++] = p->id;
+	return n;
+}
+
 struct cg_tmpl *cg_table_take_chains(const struct cg_op *op)
 {
 	struct cg_tmpl *taken = NULL;

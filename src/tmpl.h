@@ -111,6 +111,9 @@ void cg_table_touch(struct cg_tmpl *t) CG_HIDDEN;
 int cg_table_count(void) CG_HIDDEN;
 /* Whether a template that starts a match starts with op. */
 int cg_table_starts_alike(const struct cg_op *op) CG_HIDDEN;
+/* The ids of the pieces of t's chain, first to last, at most max (t's
+ * own where it is no piece of one). */
+int cg_tmpl_chain_ids(const struct cg_tmpl *t, uint64_t *ids, int max) CG_HIDDEN;
 /* Takes out the chains that start with op, all their pieces. */
 struct cg_tmpl *cg_table_take_chains(const struct cg_op *op) CG_HIDDEN;
 /* Takes out every template naming a stream or event (NULL matches none), or
