@@ -1666,11 +1666,11 @@ static inline uint64_t cg_gap_ns(int again)
  * collector's pause now and then. */
 static void cg_gap_ends_run(uint64_t now)
 {
-	uint64_t gap = cg_gap_ns(0), away = now - E.last_ns;
+	uint64_t away = now - E.last_ns;
 	int ends = 0;
 	if (E.last_ns && E.run.n && away >= cg_gap_ns(1)) {
 		uint32_t at = (uint32_t)E.run.n;
-		ends = away >= gap || cg_gap_at(&E.gaps_before, at);
+		ends = away >= cg_gap_ns(0) || cg_gap_at(&E.gaps_before, at);
 		if (E.gaps_now.n < CG_GAP_ATS && !cg_gap_at(&E.gaps_now, at))
 			E.gaps_now.at[E.gaps_now.n++] = at;
 	}
