@@ -2009,6 +2009,15 @@ static void cg_forget_memory_locked(const void *p, size_t n)
 	struct cg_tmpl *gone = cg_table_take_if(cg_names_memory, &r);
 	for (const struct cg_tmpl *t = gone; t; t = t->next) {
 		cg_stat_add(forgotten_freed, 1);
+		if (!t->replays) {
+			uint32_t named[5];
+			int k = 0;
+			for (size_t i = 0; p && i < t->n && k < 5; i++)
+				if (cg_op_names_memory(&t->ops[i], p, n))
+					named[k++] = (uint32_t)i;
+			cg_learn_freed(t->ops, t->n, named, p ? k : 5);
+			cg_count_fallback(CG_WHY_FREED_UNLAUNCHED);
+		}
 		if (cg_unlikely(cg_log_level >= CG_LOG_DEBUG) && p) {
 			char what[200] = "an op as a variant holds it";
 			for (size_t i = 0; i < t->n; i++)

@@ -21,12 +21,17 @@
  * so differ from process to process). */
 #define CG_WAYS 4
 #define CG_SEEN_SETS 1024
+#define CG_FREED_CUTS 4
 
 static struct cg_seen_way {
 	uint64_t key;
 	size_t n;
 	long count;
 	uint64_t used;
+	int freed; /* its graphs went before their first launch (cg_learn_freed) */
+	/* The ops of the last such graph that named the freed memory. */
+	int ncut;
+	uint32_t cut[CG_FREED_CUTS];
 } cg_seen[CG_SEEN_SETS][CG_WAYS];
 static uint64_t cg_learn_clock; /* under the engine lock, as every table here */
 
@@ -57,6 +62,8 @@ static struct cg_seen_way *cg_seen_entry(uint64_t key, size_t n)
 		e->key = key;
 		e->n = n;
 		e->count = 0;
+		e->freed = 0;
+		e->ncut = 0;
 		e->used = ++cg_learn_clock;
 	}
 	return e;
@@ -77,6 +84,30 @@ static long cg_seen_note(uint64_t key, size_t n, long at_least)
 void cg_learn_failed(const struct cg_op *ops, size_t n)
 {
 	cg_seen_entry(cg_tmpl_key(ops, n), n)->count = -(1l << 20); /* do not try again soon */
+}
+
+/* A run whose graph went before its first launch, because memory its copies
+ * or memsets name was freed (scratch memory allocated and freed at every
+ * iteration): it is built again whole only once it has recurred 2, 4, 8, ...
+ * 1,024 times more, the wait doubling at each such loss, rather than at every
+ * iteration, a build paid for nothing each time. From the second loss on,
+ * the stretches between the ops that named the memory are built instead
+ * where they are long enough (cg_learn_cuts): those ops run eagerly between
+ * them, and a free no longer takes the graphs. named: the ops' indices, n_named
+ * of them, more than CG_FREED_CUTS for no cut. */
+#define CG_FREED_WAITS 10
+
+void cg_learn_freed(const struct cg_op *ops, size_t n, const uint32_t *named, int n_named)
+{
+	struct cg_seen_way *e = cg_seen_entry(cg_tmpl_key(ops, n), n);
+	if (e->freed < CG_FREED_WAITS)
+		e->freed++;
+	long wait = 1 - (1l << e->freed);
+	if (e->count > wait)
+		e->count = wait;
+	e->ncut = n_named <= CG_FREED_CUTS ? n_named : 0;
+	for (int i = 0; i < e->ncut; i++)
+		e->cut[i] = named[i];
 }
 
 /* ---- the last run at each place ---------------------------------------------- */
@@ -294,6 +325,37 @@ static int cg_learn_pieces(const struct cg_learn_in *in, const uint64_t *shape, 
 	return nb;
 }
 
+/* A run whose graphs went twice before their first launch (cg_learn_freed):
+ * its stretches between the ops that named the freed memory, those at least
+ * as long as a piece, are known at this place or to be built (out). */
+static int cg_learn_cuts(const struct cg_learn_in *in, uint64_t key, struct cg_build *out)
+{
+	const struct cg_op *ops = in->run->ops;
+	size_t n = in->run->n;
+	const struct cg_seen_way *e = cg_seen_entry(key, n);
+	if (e->freed < 2 || !e->ncut)
+		return 0;
+	size_t minlen = (size_t)in->min_ops > CG_PIECE_MIN ? (size_t)in->min_ops : CG_PIECE_MIN;
+	int nb = 0;
+	for (int i = 0, start = 0; i <= e->ncut; i++) {
+		size_t end = i < e->ncut ? e->cut[i] : n;
+		if (end > (size_t)start && end - start >= minlen) {
+			const struct cg_op *b = ops + start;
+			size_t len = end - start;
+			struct cg_tmpl *have = cg_table_find(b, len);
+			if (have)
+				cg_tmpl_add_start(have, in->anchor, (size_t)start);
+			else if (cg_seen_note(cg_tmpl_key(b, len), len, 1) + 1 >= in->min_repeats)
+				out[nb++] = (struct cg_build){ (size_t)start, len, 0 };
+		}
+		start = (int)end + 1;
+	}
+	if (nb)
+		cg_debug("a %zu-op run whose graphs went before launching, memory they name freed: %d pieces around "
+			 "the ops that name it", n, nb);
+	return nb;
+}
+
 int cg_learn(const struct cg_learn_in *in, struct cg_build *out, struct cg_learn_out *res)
 {
 	const struct cg_op *ops = in->run->ops;
@@ -311,6 +373,9 @@ int cg_learn(const struct cg_learn_in *in, struct cg_build *out, struct cg_learn
 		return 0;
 	uint64_t key = cg_tmpl_key(ops, n);
 	long seen = cg_seen_note(key, n, 0);
+	int cuts = cg_learn_cuts(in, key, out);
+	if (cuts)
+		return cuts;
 	if (seen >= in->min_repeats) {
 		out[0] = (struct cg_build){ 0, n, chain };
 		return 1;

@@ -32,6 +32,7 @@ const char *const cg_reason_names[CG_WHY_COUNT] = {
 	[CG_WHY_BACKOFF_NOREPEAT] = "backoff_no_repeat",
 	[CG_WHY_NCCL] = "nccl_kernel",
 	[CG_WHY_MEMORY_WAIT] = "streams_wait_memory",
+	[CG_WHY_FREED_UNLAUNCHED] = "freed_before_launch",
 };
 
 #define LD(x) atomic_load_explicit(&cg_stats.x, memory_order_relaxed)

@@ -161,6 +161,10 @@ int cg_learn(const struct cg_learn_in *in, struct cg_build *out, struct cg_learn
 size_t cg_chain_piece_len(size_t done, size_t left, size_t first) CG_HIDDEN;
 /* A template of these ops could not be built: do not try again soon. */
 void cg_learn_failed(const struct cg_op *ops, size_t n) CG_HIDDEN;
+/* A template of these ops went before its first launch, memory that its
+ * ops named[] name freed: it waits longer at each such loss before it is
+ * built again whole, and the stretches around those ops are built instead. */
+void cg_learn_freed(const struct cg_op *ops, size_t n, const uint32_t *named, int n_named) CG_HIDDEN;
 /* Forgets what learning remembers (after a reset). */
 void cg_learn_forget(void) CG_HIDDEN;
 
