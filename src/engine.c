@@ -2010,12 +2010,13 @@ static void cg_forget_memory_locked(const void *p, size_t n)
 	for (const struct cg_tmpl *t = gone; t; t = t->next) {
 		cg_stat_add(forgotten_freed, 1);
 		if (!t->replays) {
-			uint32_t named[5];
+			/* One more than the cuts learning takes: too many for any. */
+			uint32_t named[CG_FREED_CUTS + 1];
 			int k = 0;
-			for (size_t i = 0; p && i < t->n && k < 5; i++)
+			for (size_t i = 0; p && i < t->n && k <= CG_FREED_CUTS; i++)
 				if (cg_op_names_memory(&t->ops[i], p, n))
 					named[k++] = (uint32_t)i;
-			cg_learn_freed(t->ops, t->n, named, p ? k : 5);
+			cg_learn_freed(t->ops, t->n, named, p ? k : CG_FREED_CUTS + 1);
 			cg_count_fallback(CG_WHY_FREED_UNLAUNCHED);
 		}
 		if (cg_unlikely(cg_log_level >= CG_LOG_DEBUG) && p) {

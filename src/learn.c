@@ -21,7 +21,6 @@
  * so differ from process to process). */
 #define CG_WAYS 4
 #define CG_SEEN_SETS 1024
-#define CG_FREED_CUTS 4
 
 static struct cg_seen_way {
 	uint64_t key;
@@ -94,7 +93,7 @@ void cg_learn_failed(const struct cg_op *ops, size_t n)
  * the stretches between the ops that named the memory are built instead
  * where they are long enough (cg_learn_cuts): those ops run eagerly between
  * them, and a free no longer takes the graphs. named: the ops' indices, n_named
- * of them, more than CG_FREED_CUTS for no cut. */
+ * of them in order, more than CG_FREED_CUTS for no cut. */
 #define CG_FREED_WAITS 10
 
 void cg_learn_freed(const struct cg_op *ops, size_t n, const uint32_t *named, int n_named)
@@ -337,18 +336,19 @@ static int cg_learn_cuts(const struct cg_learn_in *in, uint64_t key, struct cg_b
 		return 0;
 	size_t minlen = (size_t)in->min_ops > CG_PIECE_MIN ? (size_t)in->min_ops : CG_PIECE_MIN;
 	int nb = 0;
-	for (int i = 0, start = 0; i <= e->ncut; i++) {
+	size_t start = 0;
+	for (int i = 0; i <= e->ncut; i++) {
 		size_t end = i < e->ncut ? e->cut[i] : n;
-		if (end > (size_t)start && end - start >= minlen) {
+		if (end > start && end - start >= minlen) {
 			const struct cg_op *b = ops + start;
 			size_t len = end - start;
 			struct cg_tmpl *have = cg_table_find(b, len);
 			if (have)
-				cg_tmpl_add_start(have, in->anchor, (size_t)start);
+				cg_tmpl_add_start(have, in->anchor, start);
 			else if (cg_seen_note(cg_tmpl_key(b, len), len, 1) + 1 >= in->min_repeats)
-				out[nb++] = (struct cg_build){ (size_t)start, len, 0 };
+				out[nb++] = (struct cg_build){ start, len, 0 };
 		}
-		start = (int)end + 1;
+		start = end + 1;
 	}
 	if (nb)
 		cg_debug("a %zu-op run whose graphs went before launching, memory they name freed: %d pieces around "

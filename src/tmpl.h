@@ -163,7 +163,9 @@ size_t cg_chain_piece_len(size_t done, size_t left, size_t first) CG_HIDDEN;
 void cg_learn_failed(const struct cg_op *ops, size_t n) CG_HIDDEN;
 /* A template of these ops went before its first launch, memory that its
  * ops named[] name freed: it waits longer at each such loss before it is
- * built again whole, and the stretches around those ops are built instead. */
+ * built again whole, and the stretches around those ops (CG_FREED_CUTS at
+ * most) are built instead. */
+#define CG_FREED_CUTS 4
 void cg_learn_freed(const struct cg_op *ops, size_t n, const uint32_t *named, int n_named) CG_HIDDEN;
 /* Forgets what learning remembers (after a reset). */
 void cg_learn_forget(void) CG_HIDDEN;
