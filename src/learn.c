@@ -291,6 +291,19 @@ static int cg_runs_alternate(const struct cg_op *ops, const uint64_t *shape, siz
 	return k > 0;
 }
 
+/* A piece of the run, [start, start + len): known, it gets this place as a
+ * start; new and seen twice, it is to be built (out[nb]). Returns nb. */
+static int cg_piece_note(const struct cg_learn_in *in, size_t start, size_t len, struct cg_tmpl *have,
+			 struct cg_build *out, int nb)
+{
+	const struct cg_op *b = in->run->ops + start;
+	if (have)
+		cg_tmpl_add_start(have, in->anchor, start);
+	else if (cg_seen_note(cg_tmpl_key(b, len), len, 1) + 1 >= in->min_repeats)
+		out[nb++] = (struct cg_build){ start, len, 0 };
+	return nb;
+}
+
 /* Pieces of the run that the last run at slot shares, at least CG_PIECE_MIN
  * ops between ops that vary: known ones get this place as a start, new
  * ones seen twice are to be built. */
@@ -306,18 +319,12 @@ static int cg_learn_pieces(const struct cg_learn_in *in, const uint64_t *shape, 
 	int got = cg_diff_blocks(shape, n, cg_hist[slot].shape, cg_hist[slot].n, minlen, blk, CG_MAX_BUILDS);
 	int nb = 0;
 	for (int i = 0; i < got; i++) {
-		const struct cg_op *b = ops + blk[i].x;
-		struct cg_tmpl *have = cg_table_find(b, blk[i].len);
-		if (have) {
-			cg_tmpl_add_start(have, in->anchor, blk[i].x);
-			continue;
-		}
+		struct cg_tmpl *have = cg_table_find(ops + blk[i].x, blk[i].len);
 		/* The whole run again is the whole-run count's. */
-		if (blk[i].x == 0 && blk[i].len == n)
+		if (!have && blk[i].x == 0 && blk[i].len == n)
 			continue;
 		/* Found in both runs: seen twice already. */
-		if (cg_seen_note(cg_tmpl_key(b, blk[i].len), blk[i].len, 1) + 1 >= in->min_repeats)
-			out[nb++] = (struct cg_build){ blk[i].x, blk[i].len, 0 };
+		nb = cg_piece_note(in, blk[i].x, blk[i].len, have, out, nb);
 	}
 	if (nb)
 		cg_debug("a %zu-op run recurs in %d pieces around ops that vary", n, nb);
@@ -327,11 +334,10 @@ static int cg_learn_pieces(const struct cg_learn_in *in, const uint64_t *shape, 
 /* A run whose graphs went twice before their first launch (cg_learn_freed):
  * its stretches between the ops that named the freed memory, those at least
  * as long as a piece, are known at this place or to be built (out). */
-static int cg_learn_cuts(const struct cg_learn_in *in, uint64_t key, struct cg_build *out)
+static int cg_learn_cuts(const struct cg_learn_in *in, const struct cg_seen_way *e, struct cg_build *out)
 {
 	const struct cg_op *ops = in->run->ops;
 	size_t n = in->run->n;
-	const struct cg_seen_way *e = cg_seen_entry(key, n);
 	if (e->freed < 2 || !e->ncut)
 		return 0;
 	size_t minlen = (size_t)in->min_ops > CG_PIECE_MIN ? (size_t)in->min_ops : CG_PIECE_MIN;
@@ -339,15 +345,8 @@ static int cg_learn_cuts(const struct cg_learn_in *in, uint64_t key, struct cg_b
 	size_t start = 0;
 	for (int i = 0; i <= e->ncut; i++) {
 		size_t end = i < e->ncut ? e->cut[i] : n;
-		if (end > start && end - start >= minlen) {
-			const struct cg_op *b = ops + start;
-			size_t len = end - start;
-			struct cg_tmpl *have = cg_table_find(b, len);
-			if (have)
-				cg_tmpl_add_start(have, in->anchor, start);
-			else if (cg_seen_note(cg_tmpl_key(b, len), len, 1) + 1 >= in->min_repeats)
-				out[nb++] = (struct cg_build){ start, len, 0 };
-		}
+		if (end > start && end - start >= minlen)
+			nb = cg_piece_note(in, start, end - start, cg_table_find(ops + start, end - start), out, nb);
 		start = end + 1;
 	}
 	if (nb)
@@ -371,9 +370,9 @@ int cg_learn(const struct cg_learn_in *in, struct cg_build *out, struct cg_learn
 		res->whole = cg_table_find(ops, chain);
 	if (res->whole)
 		return 0;
-	uint64_t key = cg_tmpl_key(ops, n);
-	long seen = cg_seen_note(key, n, 0);
-	int cuts = cg_learn_cuts(in, key, out);
+	struct cg_seen_way *e = cg_seen_entry(cg_tmpl_key(ops, n), n);
+	long seen = ++e->count;
+	int cuts = cg_learn_cuts(in, e, out);
 	if (cuts)
 		return cuts;
 	if (seen >= in->min_repeats) {
