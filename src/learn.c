@@ -340,11 +340,15 @@ static int cg_learn_cuts(const struct cg_learn_in *in, const struct cg_seen_way 
 	size_t n = in->run->n;
 	if (e->freed < 2 || !e->ncut)
 		return 0;
+	/* Noting a piece may take e's way for another count: the cuts are read first. */
+	uint32_t cut[CG_FREED_CUTS];
+	int ncut = e->ncut;
+	memcpy(cut, e->cut, sizeof cut);
 	size_t minlen = (size_t)in->min_ops > CG_PIECE_MIN ? (size_t)in->min_ops : CG_PIECE_MIN;
 	int nb = 0;
 	size_t start = 0;
-	for (int i = 0; i <= e->ncut; i++) {
-		size_t end = i < e->ncut ? e->cut[i] : n;
+	for (int i = 0; i <= ncut; i++) {
+		size_t end = i < ncut ? cut[i] : n;
 		if (end > start && end - start >= minlen)
 			nb = cg_piece_note(in, start, end - start, cg_table_find(ops + start, end - start), out, nb);
 		start = end + 1;

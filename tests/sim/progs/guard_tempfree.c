@@ -9,7 +9,9 @@
  * (passed through: the stretch around it replays whole); with FROM_POOL as
  * well, that one from a pool of the program's. With NAMED, a memset names
  * the scratch memory, so each graph of the stretch goes at the free before
- * its first launch: the stretch is built again less and less often. */
+ * its first launch: the stretch is built again less and less often, and
+ * from the second such loss the ops between the memset and the free
+ * replay as a piece of their own, the memset eager before it. */
 #include "common.h"
 
 enum { N = 512, ITERS = 24 };
