@@ -1360,8 +1360,10 @@ void cg_op_describe_change(char *buf, size_t size, const struct cg_op *was, cons
 		break;
 	}
 	case CG_OP_COPY:
-		snprintf(buf, size, "copy dst %p -> %p, src %p -> %p, %zu -> %zu bytes", was->u.cp.dst, now->u.cp.dst,
-			 was->u.cp.src, now->u.cp.src, was->u.cp.width, now->u.cp.width);
+		snprintf(buf, size, "copy %s to %s, dst %p -> %p, src %p -> %p, %zu -> %zu bytes",
+			 !now->u.cp.src_host ? "device" : now->flags & CG_F_SRC_PAGEABLE ? "pageable host" : "host",
+			 !now->u.cp.dst_host ? "device" : now->flags & CG_F_DST_PAGEABLE ? "pageable host" : "host",
+			 was->u.cp.dst, now->u.cp.dst, was->u.cp.src, now->u.cp.src, was->u.cp.width, now->u.cp.width);
 		break;
 	case CG_OP_MEMSET:
 		snprintf(buf, size, "memset dst %p -> %p, value %u -> %u", was->u.ms.dst, now->u.ms.dst,
