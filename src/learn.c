@@ -68,16 +68,21 @@ static struct cg_seen_way *cg_seen_entry(uint64_t key, size_t n)
 	return e;
 }
 
-/* A miss only delays a build, never makes one wrong (templates compare
- * every op before they are used). */
-static long cg_seen_note(uint64_t key, size_t n, long at_least)
+/* One more sighting of e's run, counted at least at_least. */
+static long cg_seen_bump(struct cg_seen_way *e, long at_least)
 {
-	struct cg_seen_way *e = cg_seen_entry(key, n);
 	e->count++;
 	/* A run whose graph failed stays below zero (cg_learn_failed). */
 	if (e->count >= 0 && e->count < at_least)
 		e->count = at_least;
 	return e->count;
+}
+
+/* A miss only delays a build, never makes one wrong (templates compare
+ * every op before they are used). */
+static long cg_seen_note(uint64_t key, size_t n, long at_least)
+{
+	return cg_seen_bump(cg_seen_entry(key, n), at_least);
 }
 
 void cg_learn_failed(const struct cg_op *ops, size_t n)
@@ -375,7 +380,7 @@ int cg_learn(const struct cg_learn_in *in, struct cg_build *out, struct cg_learn
 	if (res->whole)
 		return 0;
 	struct cg_seen_way *e = cg_seen_entry(cg_tmpl_key(ops, n), n);
-	long seen = ++e->count;
+	long seen = cg_seen_bump(e, 0);
 	int cuts = cg_learn_cuts(in, e, out);
 	if (cuts)
 		return cuts;
