@@ -47,6 +47,12 @@
 #define CG_GAP_MIN_NS 1000000ull
 #define CG_GAP_SHORT_NS 250000ull
 #define CG_GAP_ATS 8
+/* Two templates launched one right after the other this many times in a
+ * row are made one more, of both (cg_fuse_note); at most CG_FUSIONS from
+ * one template. */
+#define CG_FUSE_AFTER 4
+#define CG_FUSIONS 2
+#define CG_FUSE_STABLE 16 /* replays per divergence of the second piece, at least */
 
 /* Memory the copies and memsets of a stretch of ops name, but for copies
  * that become copy kernels (n > CG_NAMED: too many to tell, all of it),
@@ -117,6 +123,24 @@ static struct {
 		int n;
 	} gaps_now, gaps_before;
 	struct cg_tmpl *anchor;      /* launched just before the run (a key only) */
+	/* Held ops when another thread went on with them (cg_hand_over_ok):
+	 * its first op that matches nothing there is no divergence. */
+	size_t handed_at;
+	/* The last launch, while nothing else came after it: no eager work or
+	 * boundary, no host gap (epoch: E.epoch right after it, ns: when). Ops
+	 * of a template about to be fused with the next: its held ops at its
+	 * last launch (of: its id), then the next one's (ready: to be built). */
+	struct {
+		struct cg_tmpl *from;
+		uint64_t epoch, ns, of;
+		struct cg_seg ops;
+		int second, ready;
+		uint32_t first_n;
+		/* Where the first piece starts, and both pieces' eager host time. */
+		struct cg_tmpl_start starts[CG_TMPL_STARTS];
+		int nstarts;
+		double eager_ns;
+	} fuse;
 	struct cg_period period;
 	/* A period cut early (cg_period_early): its template is on probation
 	 * till the stretch has run CG_PERIOD_MIN_RUN ops, and then replays in
@@ -177,6 +201,7 @@ static struct {
 	struct cg_named run_named, held_named;
 } E __attribute__((aligned(128))) = {
 	.run_ns_ok = 1,
+	.handed_at = SIZE_MAX,
 };
 _Static_assert(offsetof(__typeof__(E), held) + offsetof(struct cg_seg, cap) <= 128 &&
 		       offsetof(__typeof__(E), cand) + sizeof(E.cand[0]) <= 128,
@@ -314,6 +339,8 @@ static void cg_bury(struct cg_tmpl *list)
 		E.graveyard = list;
 		if (E.expect == list)
 			E.expect = NULL;
+		if (E.fuse.from == list)
+			E.fuse.from = NULL;
 		list = nx;
 	}
 	if (!E.graveyard || atomic_load(&cg_capturing))
@@ -549,6 +576,7 @@ static void cg_defer_clear(void)
 	E.nwritten = 0;
 	E.last_ns = 0; /* the fast path reads no clock */
 	E.gapped = 0;
+	E.handed_at = SIZE_MAX;
 	cg_stat_add(ops_total, E.nfast);
 	E.nfast = 0;
 }
@@ -1091,6 +1119,130 @@ static void cg_start_predict(const struct cg_op *op)
 		}
 }
 
+/* ---- pieces launched back to back --------------------------------------------- */
+/* A loop's step learnt in pieces (cut where the step's phase or a block's
+ * end fell while it was learnt) replays as one graph once the pieces are
+ * seen to launch one right after the other: each launch costs the host
+ * more than the ops it holds. A template of both pieces' ops starts where
+ * the first starts, beside it: a match that ends short of it launches the
+ * first piece, and the rest as before. Not a chain's pieces (cut for the
+ * device to start early), NCCL's, or a first piece the host waits after
+ * (a read-back, a host function). */
+static int cg_fusable(const struct cg_tmpl *t)
+{
+	return !t->follows && !t->next_piece && !t->tail && !t->nccl;
+}
+
+static int cg_fuse_first(const struct cg_tmpl *t)
+{
+	const struct cg_op *last = &t->ops[t->n - 1];
+	return cg_fusable(t) && t->fusions < CG_FUSIONS && last->kind != CG_OP_HOST &&
+	       !(last->flags & (CG_F_HOST_WAITS | CG_F_LANDS_PINNED));
+}
+
+/* Nothing kept or noted: memory or kernels the kept ops name may be gone. */
+static void cg_fuse_forget(void)
+{
+	E.fuse.from = NULL;
+	E.fuse.ready = E.fuse.second = 0;
+	E.fuse.of = 0;
+	cg_seg_clear(&E.fuse.ops);
+}
+
+/* Keeps a copy of n held ops (written out) for a template to be made. */
+static int cg_fuse_keep(size_t at, size_t n)
+{
+	cg_held_materialize();
+	for (size_t i = at; i < at + n; i++)
+		if (cg_seg_push(&E.fuse.ops, &E.held.ops[i], 0, NULL, NULL))
+			return -ENOMEM;
+	return 0;
+}
+
+/* Whether t, launched now for held ops, comes right after the last launch,
+ * and that one, fused with it, would be a template of few enough ops. Not
+ * where t diverged more than now and then (cg_fuse_before: or has other
+ * forms): the forms of t are candidates after the first piece, but not
+ * inside a fusion. */
+static int cg_fuse_follows(const struct cg_tmpl *a, const struct cg_tmpl *t, uint64_t epoch)
+{
+	return a && a != t && epoch == E.fuse.epoch && a->n + t->n <= (size_t)cg_opt.max_segment_ops &&
+	       t->diverged * CG_FUSE_STABLE <= t->replays;
+}
+
+/* Before t is launched for the held ops from at (E.epoch unchanged since):
+ * its ops are kept where it may be the second piece of a fusion, or its
+ * first. Before, as a launch may free the values that held ops the fast
+ * path left implicit stand for. */
+static void cg_fuse_before(struct cg_tmpl *t, size_t at)
+{
+	struct cg_tmpl *a = E.fuse.from;
+	E.fuse.second = 0;
+	if (E.fuse.ready || !cg_fusable(t) || !cg_in_window() || E.early.on)
+		return;
+	if (cg_fuse_follows(a, t, E.epoch) && E.fuse.of == a->id &&
+	    (a->fuse_next == t->id ? a->fuse_n + 1 : 1) >= CG_FUSE_AFTER && !cg_tmpl_has_forms(t)) {
+		if (cg_fuse_keep(at, t->n))
+			cg_fuse_forget();
+		else
+			E.fuse.second = 1;
+	} else if (cg_fuse_first(t) && t->fuse_n >= CG_FUSE_AFTER - 1) {
+		cg_seg_clear(&E.fuse.ops);
+		E.fuse.of = cg_fuse_keep(at, t->n) ? 0 : t->id;
+	}
+}
+
+/* t was launched (before, E.epoch was epoch): whether it came right after
+ * the last launch is counted, and the two pieces kept are to be made one
+ * template where it came so CG_FUSE_AFTER times in a row. */
+static void cg_fuse_note(struct cg_tmpl *t, uint64_t epoch)
+{
+	struct cg_tmpl *a = E.fuse.from;
+	int second = E.fuse.second;
+	E.fuse.from = NULL;
+	E.fuse.second = 0;
+	if (E.fuse.ready || !cg_fusable(t) || !cg_in_window() || E.early.on)
+		return;
+	if (cg_fuse_follows(a, t, epoch)) {
+		if (a->fuse_next != t->id) {
+			a->fuse_next = t->id;
+			a->fuse_n = 0;
+		}
+		a->fuse_n++;
+		if (second) {
+			E.fuse.ready = 1;
+			E.fuse.first_n = (uint32_t)a->n;
+			a->fusions++;
+			memcpy(E.fuse.starts, a->starts, sizeof a->starts);
+			E.fuse.nstarts = a->nstarts;
+			E.fuse.eager_ns = a->eager_ns > 0 && t->eager_ns > 0 ? a->eager_ns + t->eager_ns : 0;
+			return;
+		}
+	}
+	if (cg_fuse_first(t)) {
+		E.fuse.from = t;
+		E.fuse.epoch = epoch + 1;
+		E.fuse.ns = cg_now_ns();
+	}
+}
+
+/* Makes the template of the two pieces kept (cg_fuse_note), where there is
+ * none of their shapes yet; nothing is held. */
+static void cg_fuse_build(void)
+{
+	const struct cg_op *ops = E.fuse.ops.ops;
+	size_t n = E.fuse.ops.n;
+	struct cg_tmpl *t = !cg_table_find(ops, n) ? cg_tmpl_new(ops, n, (uint64_t)E.fuse.eager_ns) : NULL;
+	if (t) {
+		for (int i = 0; i < E.fuse.nstarts; i++)
+			cg_tmpl_add_start(t, E.fuse.starts[i].anchor, E.fuse.starts[i].offset);
+		t->fused_at = E.fuse.first_n;
+		cg_debug("pieces of %zu ops in all launch one right after the other: one graph of them", n);
+		cg_build(&t, 1);
+	}
+	cg_fuse_forget();
+}
+
 /* Launches t for the t->n held ops from at. Returns 0 with *wait set to the
  * event a read-back's host must wait for (none: NULL), or a negative errno
  * when nothing was launched. */
@@ -1112,21 +1264,26 @@ static int cg_launch(struct cg_tmpl *t, size_t at, struct cg_wait *wait)
 	uint64_t t0 = E.timing ? cg_now_ns() : 0, c0 = cg_cost_start();
 	if (t0 && !E.gapped)
 		t->short_gaps = 0; /* gaps in two timed matches running, or none */
+	cg_fuse_before(t, at);
 	cg_unlock_for_calls();
 	int rc = cg_graph_launch(t, &l);
 	cg_relock_after_calls();
 	cg_cost_stop(CG_COST_LAUNCH, c0);
 	if (rc) {
+		cg_fuse_forget();
 		cg_count_fallback(CG_WHY_LAUNCH_FAILED);
 		cg_tmpl_backoff(t, CG_WHY_LAUNCH_FAILED, E.segno);
 		return rc;
 	}
 	cg_tmpl_note_replay(t, t0 ? E.defer_ns + cg_now_ns() - t0 : 0, E.segno, cg_opt.backoff_slow && !t->nccl);
 	cg_stat_add(ops_replayed, t->n);
+	cg_debug("launched graph %llu of %zu ops for held ops %zu to %zu", (unsigned long long)t->id, t->n, at,
+		 at + t->n);
 	cg_table_touch(t);
 	if (!at && !t->follows)
 		cg_start_note(t);
 	E.epoch = l.epoch + 1;
+	cg_fuse_note(t, l.epoch);
 	if (cg_unlikely(E.early.on))
 		cg_early_launched(t);
 	if (l.wait) {
@@ -1194,6 +1351,7 @@ static void cg_resolve(int foreign, int diverged)
 		launched = p;
 	}
 	if (k < n) {
+		cg_debug("held ops %zu to %zu go out eagerly%s", k, n, foreign ? " (another thread's call)" : "");
 		cg_stat_add(pieces_eager, 1);
 		const void *owner = E.owner;
 		uint64_t c0 = cg_cost_start();
@@ -1457,6 +1615,8 @@ static void cg_fast_limit(void)
  * piece first), and then holds it. */
 static int cg_try_start(struct cg_op *op, struct cg_wait *wait)
 {
+	if (cg_unlikely(E.fuse.ready))
+		cg_fuse_build();
 	if (!cg_in_window())
 		return 0;
 	if (cg_unlikely(E.early.ended))
@@ -1511,6 +1671,14 @@ static int cg_defer_more(struct cg_op *op, int first, struct cg_wait *wait)
 		if (E.cand[i]->n > pos && cg_op_same_shape(&E.cand[i]->ops[pos], op))
 			E.cand[w++] = E.cand[i];
 	if (!w) {
+		/* Another thread's work, done beside the held work rather than
+		 * after it: the held work goes out, as at any thread's call
+		 * before (cg_claim_slow). */
+		if (pos == E.handed_at) {
+			cg_count_fallback(CG_WHY_THREADS);
+			cg_resolve(0, 0);
+			return 0;
+		}
 		if (!E.complete && cg_log_level >= CG_LOG_DEBUG) {
 			char want[200] = "nothing (the graph ended)", got[200];
 			for (int i = 0; i < E.ncand; i++)
@@ -1521,6 +1689,11 @@ static int cg_defer_more(struct cg_op *op, int first, struct cg_wait *wait)
 			cg_op_describe(got, sizeof got, op);
 			cg_debug("divergence after %zu held ops: expected %s, got %s", pos, want, got);
 		}
+		/* Pieces fused that do not follow each other after all: the
+		 * first goes on alone, the second's forms matched after it. */
+		for (int i = 0; i < E.ncand; i++)
+			if (E.cand[i]->fused_at && pos >= E.cand[i]->fused_at)
+				cg_tmpl_backoff(E.cand[i], CG_WHY_BACKOFF_DIVERGE, E.segno);
 		cg_resolve(0, 1);
 		return 0;
 	}
@@ -1532,16 +1705,50 @@ static int cg_defer_more(struct cg_op *op, int first, struct cg_wait *wait)
 }
 
 /* ---- entry points ---------------------------------------------------------------- */
+/* Whether the calling thread may go on with what another one holds, or
+ * launched last (to be fused with what comes next): no op of a per-thread
+ * stream, held, in a candidate, in the last launch or behind held work (the
+ * handle names each caller's own stream), and one context. The engine takes
+ * calls one at a time: ops of several threads on streams of the process
+ * are held, matched and replayed in the order the threads made them, the
+ * order they reach the driver eagerly. (PyTorch's backward pass runs on a
+ * thread of its own between the forward pass and the optimiser's step,
+ * each of them a stretch of the training step.) */
+static int cg_hand_over_ok(CUcontext ctx)
+{
+	if (ctx && ctx != E.ctx)
+		return 0;
+	if (E.fuse.from && E.fuse.from->per_thread)
+		return 0;
+	if (E.mode != CG_DEFER)
+		return 1;
+	for (int i = 0; i < E.ncand; i++)
+		if (E.cand[i]->per_thread)
+			return 0;
+	for (size_t i = 0; i < E.held.n; i++)
+		if (!E.lazy[i] && E.held.ops[i].stream == CU_STREAM_PER_THREAD)
+			return 0;
+	for (int i = 0; i < E.nfree; i++)
+		if (E.frees[i].s == CU_STREAM_PER_THREAD)
+			return 0;
+	return 1;
+}
+
 /* The calling thread takes the segment over: another thread's held work goes
- * out first (it may be what this call depends on), and its run ends. So does
- * work of another context. */
+ * out first (it may be what this call depends on) unless this one may go on
+ * with it, and its run ends. So does work of another context. */
 static void cg_claim_slow(CUcontext ctx)
 {
 	cg_wait_moved();
 	if (E.owner && E.owner != &cg_self) {
-		if (E.mode == CG_DEFER) {
-			cg_count_fallback(CG_WHY_THREADS);
-			cg_resolve(1, 0);
+		if (cg_hand_over_ok(ctx)) {
+			E.handed_at = E.mode == CG_DEFER ? E.held.n : SIZE_MAX;
+		} else {
+			E.fuse.from = NULL;
+			if (E.mode == CG_DEFER) {
+				cg_count_fallback(CG_WHY_THREADS);
+				cg_resolve(1, 0);
+			}
 		}
 		cg_run_end(0);
 		E.expect = NULL;
@@ -1645,6 +1852,8 @@ static int cg_gap_at(const struct cg_gap_ats *g, uint32_t at)
 /* The host's gap ends the run, as a boundary would. */
 static void cg_gap_end(void)
 {
+	cg_debug("the host was away between calls: the run ends there");
+	E.fuse.from = NULL;
 	cg_stat_add(host_gaps, 1);
 	cg_early_end();
 	cg_early_bury();
@@ -1792,8 +2001,14 @@ static __attribute__((noinline)) int cg_engine_op_slow(struct cg_op *op)
 		return CG_PASS;
 	}
 	uint64_t t0 = E.mode == CG_RECORD || E.timing ? cg_now_ns() : 0;
-	if (E.mode == CG_RECORD)
+	if (E.mode == CG_RECORD) {
 		cg_gap_ends_run(t0);
+		/* The host away since the last launch: what comes next is no
+		 * piece to launch with it (a host's gap a graph is not to hold
+		 * work through, cg_gap_ends_run). */
+		if (E.fuse.from && t0 - E.fuse.ns >= cg_gap_ns(1))
+			E.fuse.from = NULL;
+	}
 	cg_claim(op->ctx);
 	if (E.timing && cg_held_gap(t0))
 		cg_defer_gap();
@@ -2000,6 +2215,7 @@ static int cg_names_memory(const struct cg_tmpl *t, void *cookie)
 static void cg_forget_memory_locked(const void *p, size_t n)
 {
 	struct cg_freed_range r = { p, n };
+	cg_fuse_forget();
 	/* The build under way is waited for only where its template names
 	 * the memory: another goes on (the lock keeps a new one from starting
 	 * but where graphs are destroyed, and then with a template kept). */
@@ -2043,6 +2259,7 @@ static void cg_forget_memory_locked(const void *p, size_t n)
  * probation go with them. */
 static void cg_forget_templates_locked(struct cg_tmpl *gone)
 {
+	cg_fuse_forget();
 	memset(cg_seen_launch, 0, sizeof cg_seen_launch);
 	cg_learn_forget();
 	cg_bury(gone);
@@ -2109,6 +2326,7 @@ void cg_engine_kernel_changed(int entry, const void *k, const void *f, CUcontext
 static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why)
 {
 	cg_claim(NULL);
+	E.fuse.from = NULL;
 	if (kind != CG_K_SYNC)
 		E.epoch++;
 	const char *name = entry >= 0 && entry < CG_E_COUNT ? cg_entries[entry].name : "call";
@@ -2120,7 +2338,9 @@ static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why)
 	} else if (E.mode == CG_DEFER || E.run.n) {
 		cg_debug("%s: %s", name, kind == CG_K_SYNC ? "the host may look at device work here" : "a reset");
 	}
-	cg_resolve(0, 1);
+	/* Another thread's call, right after it took the held work over: no
+	 * divergence of what the held work matched. */
+	cg_resolve(0, E.held.n != E.handed_at);
 	cg_early_end();
 	cg_early_bury();
 	cg_run_end(kind == CG_K_SYNC);
@@ -2143,6 +2363,7 @@ int cg_engine_stream_sync(int entry, CUstream s)
 	int idle = atomic_load(&cg_hot.engine_on) && E.idle.stream == s && E.idle.thread == &cg_self &&
 		   E.idle.epoch == E.epoch && E.mode == CG_RECORD;
 	E.seq++;
+	E.fuse.from = NULL;
 	if (idle)
 		cg_stat_add(syncs_answered, 1);
 	else if (atomic_load(&cg_hot.engine_on))
@@ -2166,6 +2387,7 @@ void cg_engine_forget_handle(int entry, CUstream s, CUevent e)
 	cg_lock_take(&E.mu);
 	cg_wait_turn();
 	cg_build_pause();
+	cg_fuse_forget();
 	cg_bury(cg_table_take_naming(s, e, 0));
 	cg_build_go();
 	cg_lock_give(&E.mu);
@@ -2270,6 +2492,7 @@ void cg_engine_forget_comm(int entry, void *comm)
 	cg_lock_take(&E.mu);
 	cg_wait_turn();
 	struct cg_tmpl *gone = cg_table_take_if(cg_names_comm, comm);
+	cg_fuse_forget();
 	cg_bury(gone);
 	cg_lock_give(&E.mu);
 	/* A replayed graph's captured call may still be on its way: the

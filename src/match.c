@@ -51,6 +51,8 @@ struct cg_tmpl *cg_tmpl_new(const struct cg_op *ops, size_t n, uint64_t eager_ns
 		t->legacy_n++;
 	for (size_t i = 0; i < n && !t->binds; i++)
 		t->binds = ops[i].kind == CG_OP_MEMSET || (ops[i].kind == CG_OP_COPY && !cg_copy_is_kernel(&ops[i]));
+	for (size_t i = 0; i < n && !t->per_thread; i++)
+		t->per_thread = ops[i].stream == CU_STREAM_PER_THREAD;
 	CUlaunchAttribute *attr = (CUlaunchAttribute *)(t->ops + n);
 	uint8_t *p = (uint8_t *)(attr + at);
 	memcpy(t->ops, ops, n * sizeof *ops);
@@ -264,6 +266,15 @@ int cg_table_starts_alike(const struct cg_op *op)
 {
 	for (struct cg_tmpl *t = cg_bucket[cg_bucket_of(op->shape)]; t; t = t->hnext)
 		if (!t->follows && !t->tail && cg_op_same_shape(&t->ops[0], op))
+			return 1;
+	return 0;
+}
+
+int cg_tmpl_has_forms(struct cg_tmpl *t)
+{
+	for (struct cg_tmpl *o = cg_bucket[cg_bucket_of(t->ops[0].shape)]; o; o = o->hnext)
+		if (o != t && !o->follows && !o->tail && cg_op_same_shape(&o->ops[0], &t->ops[0]) &&
+		    cg_tmpl_shared(o, t) < (o->n < t->n ? o->n : t->n))
 			return 1;
 	return 0;
 }

@@ -45,7 +45,8 @@ static const struct cg_opt_desc cg_opt_table[] = {
 	{ "CGRAFT_ENABLE", CG_OPT_BOOL, &cg_opt.enable, 0, "1",
 	  "0 turns cgraft into pure pass-through (calls are only counted)" },
 	{ "CGRAFT_LOG", CG_OPT_LEVEL, &cg_opt.log_level, 0, "warn",
-	  "log level on stderr: error, warn, info or debug (debug names the first mismatching op)" },
+	  "log level on stderr: error, warn, info or debug (debug names the first mismatching op, each graph "
+	  "launched and held work sent out eagerly)" },
 	{ "CGRAFT_STATS", CG_OPT_PATH, &cg_opt.stats_path, 0, "(none)",
 	  "write a JSON object of counters to this path at exit; %p is replaced by the pid" },
 	{ "CGRAFT_REPORT", CG_OPT_BOOL, &cg_opt.report, 0, "0",

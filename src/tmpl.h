@@ -40,6 +40,16 @@ struct cg_tmpl {
 	/* It has a memset, or a copy that is no copy kernel: a node of its
 	 * graph may hold memory it names (cg_graph_names_memory). */
 	uint8_t binds;
+	/* An op of it is on a per-thread stream: its ops are one thread's. */
+	uint8_t per_thread;
+	/* The template launched right after it, with nothing between (by id),
+	 * after how many of its launches in a row, and how many templates were
+	 * made of it and the one after it (engine.c, cg_fuse_note). */
+	uint64_t fuse_next;
+	uint32_t fuse_n;
+	uint8_t fusions;
+	/* Made so, of two pieces: the first one's ops (0: not made so). */
+	uint32_t fused_at;
 	struct cg_tmpl *next_piece;      /* a chain: launched after this one */
 	int follows;                     /* a chain's later piece: never starts a match */
 	/* Starts no match either: it replays what a deferral's end leaves
@@ -60,7 +70,7 @@ struct cg_tmpl {
 	size_t shared_n;
 	/* Where it may start inside a run: after which template (a key only),
 	 * after how many eager ops. At a run's start any template may. */
-	struct {
+	struct cg_tmpl_start {
 		const void *anchor;
 		size_t offset;
 	} starts[CG_TMPL_STARTS];
@@ -111,6 +121,10 @@ void cg_table_touch(struct cg_tmpl *t) CG_HIDDEN;
 int cg_table_count(void) CG_HIDDEN;
 /* Whether a template that starts a match starts with op. */
 int cg_table_starts_alike(const struct cg_op *op) CG_HIDDEN;
+/* Whether another template that starts matches starts as t does and parts
+ * from it before either ends: another form of t's stretch (one that t's
+ * ops begin, or that begins with t's, is none). */
+int cg_tmpl_has_forms(struct cg_tmpl *t) CG_HIDDEN;
 /* The ids of the pieces of t's chain, first to last, at most max (t's
  * own where it is no piece of one). */
 int cg_tmpl_chain_ids(const struct cg_tmpl *t, uint64_t *ids, int max) CG_HIDDEN;

@@ -11,16 +11,6 @@
  * microseconds, the mode, the first iteration with gaps. */
 #include "common.h"
 #include <string.h>
-#include <time.h>
-
-static void host_work(long us)
-{
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    do
-        clock_gettime(CLOCK_MONOTONIC, &t);
-    while ((t.tv_sec - t0.tv_sec) * 1000000L + (t.tv_nsec - t0.tv_nsec) / 1000 < us);
-}
 
 int main(int argc, char **argv)
 {
