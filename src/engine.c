@@ -1735,22 +1735,25 @@ static int cg_hand_over_ok(CUcontext ctx)
 }
 
 /* The calling thread takes the segment over: another thread's held work goes
- * out first (it may be what this call depends on) unless this one may go on
- * with it, and its run ends. So does work of another context. */
+ * out first (it may be what this call depends on), unless this one may go on
+ * with it, and the other thread's run ends. So does work of another
+ * context. */
 static void cg_claim_slow(CUcontext ctx)
 {
 	cg_wait_moved();
 	if (E.owner && E.owner != &cg_self) {
-		if (cg_hand_over_ok(ctx)) {
-			E.handed_at = E.mode == CG_DEFER ? E.held.n : SIZE_MAX;
-		} else {
+		if (!cg_hand_over_ok(ctx)) {
 			E.fuse.from = NULL;
 			if (E.mode == CG_DEFER) {
 				cg_count_fallback(CG_WHY_THREADS);
 				cg_resolve(1, 0);
 			}
 		}
-		cg_run_end(0);
+		/* Held work taken over goes on, and so does its run: learning
+		 * now could push a candidate out of the table. */
+		E.handed_at = E.mode == CG_DEFER ? E.held.n : SIZE_MAX;
+		if (E.mode != CG_DEFER)
+			cg_run_end(0);
 		E.expect = NULL;
 	}
 	E.owner = &cg_self;
