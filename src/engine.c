@@ -1716,7 +1716,9 @@ static int cg_defer_more(struct cg_op *op, int first, struct cg_wait *wait)
  * each of them a stretch of the training step.) */
 static int cg_hand_over_ok(CUcontext ctx)
 {
-	if (ctx && ctx != E.ctx)
+	/* A call of no context (a boundary) may come from a thread where
+	 * another is current: held work goes out in its own, as before. */
+	if (ctx ? ctx != E.ctx : E.mode == CG_DEFER)
 		return 0;
 	if (E.fuse.from && E.fuse.from->per_thread)
 		return 0;
