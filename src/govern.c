@@ -4,6 +4,7 @@
  * faster it stands aside, for longer each time it finds so. */
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
 
@@ -41,34 +42,39 @@ static void cg_gov_enter(struct cg_gov *g, enum cg_gov_state st, uint64_t window
 }
 
 /* A probe's verdict: replay is slower when the median time per call is
- * clearly higher with it and most pairs of neighbouring windows agree. A
- * higher median the pairs do not bear out is doubt: a second probe follows
- * at once, and a higher median there is enough. */
+ * clearly higher with it. Replaying, one such probe is doubt: a second
+ * follows at once, and cgraft stands aside only when that one finds the
+ * same. A probe is eight windows of 25 ms, and what the program did in one
+ * or two of them (a round of its loop starting, graphs built or built
+ * again) can sway its median and its pairs alike, where the verdict would
+ * stand cgraft aside for a second or more. Standing aside already, one
+ * probe that finds replay slower keeps it aside. */
 static void cg_gov_decide(struct cg_gov *g)
 {
 	double on[CG_GOV_PROBE / 2], off[CG_GOV_PROBE / 2];
-	int slower_pairs = 0;
 	for (int i = 0, a = 0, b = 0; i < CG_GOV_PROBE; i++) {
 		if (cg_probe_aside[i])
 			off[a++] = g->probe[i];
 		else
 			on[b++] = g->probe[i];
 	}
-	for (int i = 0; i < CG_GOV_PROBE; i += 2) {
-		double x = g->probe[i], y = g->probe[i + 1];
-		double with = cg_probe_aside[i] ? y : x, without = cg_probe_aside[i] ? x : y;
-		slower_pairs += with > without;
-	}
 	double m_on = cg_median(on, CG_GOV_PROBE / 2), m_off = cg_median(off, CG_GOV_PROBE / 2);
 	g->ratio = m_on > 0 ? m_off / m_on : 1.0;
 	g->probes++;
-	if (g->ratio < CG_GOV_SLOWER && !g->doubt && slower_pairs * 4 < CG_GOV_PROBE * 3 / 2) {
+	if (cg_unlikely(cg_log_level >= CG_LOG_DEBUG)) {
+		char w[CG_GOV_PROBE * 24] = "";
+		for (int i = 0, at = 0; i < CG_GOV_PROBE && at < (int)sizeof w; i++)
+			at += snprintf(w + at, sizeof w - (size_t)at, " %s%.0f", cg_probe_aside[i] ? "aside " : "", g->probe[i]);
+		cg_debug("probe %llu, ns a call by window:%s", (unsigned long long)g->probes, w);
+	}
+	int slower = g->ratio < CG_GOV_SLOWER;
+	if (slower && !g->doubt && !g->from_aside) {
 		g->doubt = 1;
 		cg_gov_enter(g, CG_G_PROBE, CG_GOV_PROBE);
 		return;
 	}
 	g->doubt = 0;
-	if (g->ratio < CG_GOV_SLOWER) {
+	if (slower) {
 		g->slower++;
 		int r = g->rounds < 6 ? g->rounds++ : 6;
 		cg_gov_enter(g, CG_G_ASIDE, (uint64_t)CG_GOV_ASIDE << r);
@@ -99,8 +105,10 @@ int cg_gov_step(struct cg_gov *g, uint64_t ns, uint64_t calls)
 			g->aside = cg_probe_aside[g->n];
 		return g->aside;
 	}
-	if (++g->n >= g->until)
+	if (++g->n >= g->until) {
+		g->from_aside = g->state == CG_G_ASIDE;
 		cg_gov_enter(g, CG_G_PROBE, CG_GOV_PROBE);
+	}
 	return g->aside;
 }
 

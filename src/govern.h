@@ -23,7 +23,8 @@ struct cg_gov {
 	uint64_t n, until;        /* windows counted in this state, and its length */
 	double probe[CG_GOV_PROBE]; /* ns per call of the probe's windows */
 	int rounds, confirms;     /* probes found slower, faster in a row */
-	int doubt;                /* the last probe's median was slower, its pairs split */
+	int doubt;                /* the last probe found replay slower, replaying: probed again */
+	int from_aside;           /* this probe came after standing aside */
 	double ratio;             /* the last probe's: speed replaying / standing aside */
 	uint64_t probes, slower, windows, aside_windows;
 };
