@@ -38,10 +38,12 @@ int main(void)
         axpb(s, y, 0.75f, 0.125f, N);
         CK(cudaEventRecord(e, s));
         if (it % 2 == 1 && it >= FIRST_GAP) {
-            /* The first gap is well past the hold, so that the timer sends
+            /* The first gap is far past the hold, so that the timer sends
              * at least once however late its thread wakes on a loaded host
-             * (after that gap, runs may end there and hold nothing). */
-            sleep_us(it == FIRST_GAP + 1 ? 5000 : 3100 + (it % 8) * 150);
+             * (after that gap, runs may end there and hold nothing). With
+             * 2 ms to spare, a loaded run now and then saw the program's
+             * wait send the held work first, and the timer none. */
+            sleep_us(it == FIRST_GAP + 1 ? 20000 : 3100 + (it % 8) * 150);
             CK(cudaEventSynchronize(e));
             cudaError_t q = cudaStreamQuery(s);
             if (q == cudaErrorNotReady)
