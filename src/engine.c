@@ -1140,6 +1140,13 @@ static int cg_fuse_first(const struct cg_tmpl *t)
 	       !(last->flags & (CG_F_HOST_WAITS | CG_F_LANDS_PINNED));
 }
 
+/* Whether t's launch is looked at for a fusion: none made and not yet
+ * built, t no chain's, tail's or NCCL's, in the window, no early cut on. */
+static int cg_fuse_open(const struct cg_tmpl *t)
+{
+	return !E.fuse.ready && cg_fusable(t) && cg_in_window() && !E.early.on;
+}
+
 /* Nothing kept or noted: memory or kernels the kept ops name may be gone. */
 static void cg_fuse_forget(void)
 {
@@ -1178,7 +1185,7 @@ static void cg_fuse_before(struct cg_tmpl *t, size_t at)
 {
 	struct cg_tmpl *a = E.fuse.from;
 	E.fuse.second = 0;
-	if (E.fuse.ready || !cg_fusable(t) || !cg_in_window() || E.early.on)
+	if (!cg_fuse_open(t))
 		return;
 	if (cg_fuse_follows(a, t, E.epoch) && E.fuse.of == a->id &&
 	    (a->fuse_next == t->id ? a->fuse_n + 1 : 1) >= CG_FUSE_AFTER && !cg_tmpl_has_forms(t)) {
@@ -1201,7 +1208,7 @@ static void cg_fuse_note(struct cg_tmpl *t, uint64_t epoch)
 	int second = E.fuse.second;
 	E.fuse.from = NULL;
 	E.fuse.second = 0;
-	if (E.fuse.ready || !cg_fusable(t) || !cg_in_window() || E.early.on)
+	if (!cg_fuse_open(t))
 		return;
 	if (cg_fuse_follows(a, t, epoch)) {
 		if (a->fuse_next != t->id) {
