@@ -11,9 +11,13 @@
 extern const unsigned char cg_updater_image[] CG_HIDDEN;
 extern const size_t cg_updater_image_size CG_HIDDEN;
 
-static const size_t cg_upd_sizes[CG_UPD_CLASSES] = { 1024, 4096, 16384, CG_UPD_MAX };
-static const char *const cg_upd_names[CG_UPD_CLASSES] = { "cg_updater_1k", "cg_updater_4k", "cg_updater_16k",
-							  "cg_updater_32k" };
+/* The driver copies a kernel's whole parameter buffer at each update of its
+ * node, about 0.4 ns a byte (docs/bench.md, kernels/nodeupdate): the classes
+ * double up to 8 KiB and grow by half or less beyond. */
+static const size_t cg_upd_sizes[CG_UPD_CLASSES] = { 1024, 2048, 4096, 8192, 12288, 16384, 24576, CG_UPD_MAX };
+static const char *const cg_upd_names[CG_UPD_CLASSES] = { "cg_updater_1k",  "cg_updater_2k",  "cg_updater_4k",
+							  "cg_updater_8k",  "cg_updater_12k", "cg_updater_16k",
+							  "cg_updater_24k", "cg_updater_32k" };
 
 size_t cg_upd_class_size(int c)
 {

@@ -13,7 +13,7 @@
 #include "base.h"
 #include "op.h"
 
-#define CG_UPD_CLASSES 4
+#define CG_UPD_CLASSES 8
 /* The largest blob, the updater's parameters: CUDA's kernels take 32,764 bytes. */
 #define CG_UPD_MAX 32000
 /* The most updaters a graph gets, one after another, each with a blob of its

@@ -82,6 +82,10 @@ extern "C" __global__ void cg_copy(const __grid_constant__ cg_copy_args a)
 #define CG_UPDATER(name, n)                                                                  \
 	extern "C" __global__ void name(const __grid_constant__ cg_upd_blob<n> u) { cg_apply(u); }
 CG_UPDATER(cg_updater_1k, 1024)
+CG_UPDATER(cg_updater_2k, 2048)
 CG_UPDATER(cg_updater_4k, 4096)
+CG_UPDATER(cg_updater_8k, 8192)
+CG_UPDATER(cg_updater_12k, 12288)
 CG_UPDATER(cg_updater_16k, 16384)
+CG_UPDATER(cg_updater_24k, 24576)
 CG_UPDATER(cg_updater_32k, 32000)

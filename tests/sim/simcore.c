@@ -1689,7 +1689,9 @@ static void sim_updater_run(const sim_launch *l, void **args)
 }
 
 static const struct { const char *name; unsigned size; } sim_updaters[] = {
-    { "cg_updater_1k", 1024 }, { "cg_updater_4k", 4096 }, { "cg_updater_16k", 16384 }, { "cg_updater_32k", 32000 },
+    { "cg_updater_1k", 1024 },   { "cg_updater_2k", 2048 },   { "cg_updater_4k", 4096 },
+    { "cg_updater_8k", 8192 },   { "cg_updater_12k", 12288 }, { "cg_updater_16k", 16384 },
+    { "cg_updater_24k", 24576 }, { "cg_updater_32k", 32000 },
 };
 
 static struct CUkern_st *updater_kernel_locked(size_t i)

@@ -173,6 +173,30 @@ static void test_full(void **state)
 	assert_int_equal(cg_upd_finish(&u, blob), CG_UPD_CLASSES - 1);
 }
 
+/* A blob's class: the smallest that holds it, by each class's edge, and
+ * never more than twice its bytes past the smallest class. */
+static void test_classes(void **state)
+{
+	(void)state;
+	static uint8_t blob[CG_UPD_MAX];
+	for (int c = 0; c < CG_UPD_CLASSES; c++) {
+		size_t edge = cg_upd_class_size(c);
+		assert_true(c == 0 || edge > cg_upd_class_size(c - 1));
+		assert_true(c == 0 || edge <= 2 * cg_upd_class_size(c - 1));
+		size_t needs[] = { edge - 1, edge, edge + 1 };
+		for (int k = 0; k < 3; k++) {
+			size_t need = needs[k];
+			if (need < 8 || need > CG_UPD_MAX)
+				continue;
+			cg_upd_clear(&u);
+			u.ndata = (uint32_t)(need - 8);
+			int got = cg_upd_finish(&u, blob);
+			assert_true(cg_upd_class_size(got) >= need);
+			assert_true(got == 0 || cg_upd_class_size(got - 1) < need);
+		}
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -180,6 +204,7 @@ int main(void)
 		cmocka_unit_test(test_wide),
 		cmocka_unit_test(test_first_flags),
 		cmocka_unit_test(test_full),
+		cmocka_unit_test(test_classes),
 	};
 	return cmocka_run_group_tests_name("devupd", tests, NULL, NULL);
 }
