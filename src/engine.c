@@ -180,11 +180,13 @@ static struct {
 	int passive_rounds;
 	struct cg_tmpl *graveyard;   /* to be freed by the next turn */
 	struct cg_tmpl *pinned;      /* buried while a host waits for its read-back */
-	/* The stream of the last replayed read-back its host waited for, and
-	 * the epoch then: while it holds, with nothing held, no work came to
-	 * any stream since, and that one has nothing left (cg_engine_stream_sync). */
+	/* The stream of the last replayed read-back its host waited for, its
+	 * context, and the epoch then: while it holds, with nothing held, no
+	 * work came to any stream since, and that one has nothing left
+	 * (cg_engine_stream_sync). */
 	struct {
 		CUstream stream;
+		CUcontext ctx;
 		const void *thread;
 		uint64_t epoch;
 	} idle;
@@ -1805,6 +1807,7 @@ static int cg_wait_readback(struct cg_wait *w)
 	/* No work came while it waited: its stream has nothing left. */
 	if (rc == CUDA_SUCCESS && w->stream && E.epoch == w->epoch) {
 		E.idle.stream = w->stream;
+		E.idle.ctx = w->t->ops[w->t->n - 1].ctx;
 		E.idle.thread = &cg_self;
 		E.idle.epoch = E.epoch;
 	}
@@ -2374,6 +2377,11 @@ int cg_engine_stream_sync(int entry, CUstream s)
 	 * held. */
 	int idle = atomic_load(&cg_hot.engine_on) && E.idle.stream == s && E.idle.thread == &cg_self &&
 		   E.idle.epoch == E.epoch && E.mode == CG_RECORD;
+	/* The legacy and per-thread streams are the current context's: after
+	 * a switch of device or context, another stream by the same name. */
+	CUcontext cur;
+	if (idle && (s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD))
+		idle = CG_BK(ctx_get_current, &cur) == CUDA_SUCCESS && cur == E.idle.ctx;
 	E.seq++;
 	E.fuse.from = NULL;
 	if (idle)

@@ -527,6 +527,25 @@ static void test_host_memory_at_any_offset(void **state)
 	assert_false(cg_hostmem_remove(host, &n));
 }
 
+/* Graphics interop's calls end the segment (mapping and unmapping are
+ * ordered on a stream), though the program's own graphs' calls, whose names
+ * share the prefix, pass through. */
+static void test_graphics_interop_ends_segments(void **state)
+{
+	(void)state;
+	int seen = 0, graph_pure = 0;
+	for (int e = 0; e < CG_E_COUNT; e++) {
+		const char *n = cg_entries[e].name;
+		if (!strncmp(n, "cudaGraphics", 12) || !strncmp(n, "cuGraphics", 10)) {
+			assert_int_equal(cg_entries[e].kind, CG_K_BND);
+			seen++;
+		}
+		graph_pure += !strcmp(n, "cudaGraphInstantiate") && cg_entries[e].kind == CG_K_PURE;
+	}
+	assert_true(seen >= 10);
+	assert_int_equal(graph_pure, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -540,6 +559,7 @@ int main(void)
 		cmocka_unit_test_setup(test_driver_launch, setup),
 		cmocka_unit_test_setup(test_submit, setup),
 		cmocka_unit_test(test_host_memory_at_any_offset),
+		cmocka_unit_test(test_graphics_interop_ends_segments),
 	};
 	return cmocka_run_group_tests_name("op", tests, NULL, NULL);
 }
