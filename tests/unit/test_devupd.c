@@ -173,8 +173,8 @@ static void test_full(void **state)
 	assert_int_equal(cg_upd_finish(&u, blob), CG_UPD_CLASSES - 1);
 }
 
-/* A blob's class: the smallest that holds it, by each class's edge, and
- * never more than twice its bytes past the smallest class. */
+/* A blob's class: the smallest that holds it, at each class's edge; each
+ * class at most twice the one below. */
 static void test_classes(void **state)
 {
 	(void)state;
