@@ -180,13 +180,30 @@ static void *cg_wrap_entry(int entry, void *real)
 	return cg_dyn_wrap(real);
 }
 
+/* Whether a lookup at a version newer than cgraft's headers got the function
+ * the driver hands out at cgraft's own version: then the ABI is one cgraft
+ * knows. */
+static int cg_proc_known_abi(const char *symbol, void *real, cuuint64_t flags)
+{
+	void *p = NULL;
+	CUdriverProcAddressQueryResult st;
+	if (!CG_DREAL(cuGetProcAddress_v2))
+		return 0;
+	cg_busy++;
+	CUresult rc = cg_drv.cuGetProcAddress_v2(symbol, &p, CUDA_VERSION, flags, &st);
+	cg_busy--;
+	return rc == CUDA_SUCCESS && p == real;
+}
+
 /* What cuGetProcAddress hands out for symbol at version: the wrapper of the
  * ABI that version gets (cudaTypedefs.h's highest PFN_<symbol>_v<n> with n
  * <= version), the hand-written one where cgraft models it. A version newer
- * than the headers cgraft was built with may get an ABI cgraft does not
- * know: then a boundary trampoline, whatever the call. */
-static void *cg_proc_wrap(const char *symbol, void *real, int version, int pt)
+ * than the headers cgraft was built with gets the hand-written wrapper only
+ * where the driver hands out the same function at cgraft's version; an ABI
+ * cgraft does not know gets a boundary trampoline, whatever the call. */
+static void *cg_proc_wrap(const char *symbol, void *real, int version, cuuint64_t flags)
 {
+	int pt = (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0;
 	size_t lo = 0, hi = CG_PROC_COUNT;
 	while (lo < hi) {
 		size_t mid = (lo + hi) / 2;
@@ -207,7 +224,8 @@ static void *cg_proc_wrap(const char *symbol, void *real, int version, int pt)
 	cg_stat_add(lookups, 1);
 	if (!best)
 		return cg_dyn_wrap(real);
-	return cg_wrap_entry(best->hand >= 0 && version <= CUDA_VERSION ? best->hand : best->tramp, real);
+	int hand = best->hand >= 0 && (version <= CUDA_VERSION || cg_proc_known_abi(symbol, real, flags));
+	return cg_wrap_entry(hand ? best->hand : best->tramp, real);
 }
 
 static int cg_same_object(const void *a, const void *b);
@@ -254,7 +272,7 @@ static int cg_is_mine(const void *p)
 static void cg_proc_result(const char *symbol, void **pfn, int version, cuuint64_t flags)
 {
 	if (symbol && pfn && *pfn && !cg_is_mine(*pfn))
-		*pfn = cg_proc_wrap(symbol, *pfn, version, (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) != 0);
+		*pfn = cg_proc_wrap(symbol, *pfn, version, flags);
 }
 
 /* cuGetProcAddress in both ABIs, and the runtime's lookups. */

@@ -60,6 +60,7 @@ __typeof__(cuStreamWaitEvent) cuStreamWaitEvent_ptsz;
 __typeof__(cuLaunchHostFunc) cuLaunchHostFunc_ptsz;
 __typeof__(cuStreamAddCallback) cuStreamAddCallback_ptsz;
 __typeof__(cuStreamSynchronize) cuStreamSynchronize_ptsz;
+__typeof__(cuStreamSynchronize) cuStreamSynchronize_v13050;
 __typeof__(cuStreamQuery) cuStreamQuery_ptsz;
 __typeof__(cuStreamGetFlags) cuStreamGetFlags_ptsz;
 __typeof__(cuStreamGetPriority) cuStreamGetPriority_ptsz;
@@ -1433,6 +1434,13 @@ CUresult cuStreamSynchronize_ptsz(CUstream hStream)
     return simc_stream_sync(hStream, 1);
 }
 
+/* A newer ABI of the same name, handed out to callers of CUDA 13.5 and later
+ * only: what a driver newer than cgraft's headers may do. */
+CUresult cuStreamSynchronize_v13050(CUstream hStream)
+{
+    return simc_stream_sync(hStream, 0);
+}
+
 CUresult cuStreamQuery(CUstream hStream)
 {
     return simc_stream_query(hStream, 0);
@@ -2009,7 +2017,8 @@ static const struct proc {
     P("cuStreamGetFlags", "cuStreamGetFlags", "cuStreamGetFlags_ptsz"),
     P("cuStreamGetPriority", "cuStreamGetPriority", "cuStreamGetPriority_ptsz"),
     PV("cuStreamGetCtx", "cuStreamGetCtx", "cuStreamGetCtx_ptsz", 12050, "cuStreamGetCtx_v2", "cuStreamGetCtx_v2_ptsz"),
-    P("cuStreamSynchronize", "cuStreamSynchronize", "cuStreamSynchronize_ptsz"),
+    PV("cuStreamSynchronize", "cuStreamSynchronize", "cuStreamSynchronize_ptsz", 13050, "cuStreamSynchronize_v13050",
+       NULL),
     P("cuStreamQuery", "cuStreamQuery", "cuStreamQuery_ptsz"),
     P("cuStreamWaitEvent", "cuStreamWaitEvent", "cuStreamWaitEvent_ptsz"),
     P("cuLaunchHostFunc", "cuLaunchHostFunc", "cuLaunchHostFunc_ptsz"),

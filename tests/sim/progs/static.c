@@ -1,6 +1,8 @@
 /* Scenario: a program with a static runtime. It links no libcudart: like
  * nvcc's default -cudart static, it reaches the driver through dlopen and
- * cuGetProcAddress, so cgraft sees its work at the driver level only. */
+ * cuGetProcAddress, so cgraft sees its work at the driver level only.
+ * STATIC_CUDA_VERSION sets the version its runtime asks for (13000 by
+ * default): a toolkit newer than cgraft's headers asks for a newer one. */
 #include <dlfcn.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -81,12 +83,14 @@ int main(void)
     if (!gpa || !init)
         return 1;
     CUdriverProcAddressQueryResult st;
-    CKD(gpa("cuLaunchKernel", (void **)&launch, 13000, 0, &st));
-    CKD(gpa("cuMemcpyHtoDAsync", (void **)&h2d, 13000, 0, &st));
-    CKD(gpa("cuMemcpyDtoHAsync", (void **)&d2h, 13000, 0, &st));
-    CKD(gpa("cuStreamSynchronize", (void **)&ssync, 13000, 0, &st));
-    CKD(gpa("cuStreamCreate", (void **)&screate, 13000, 0, &st));
-    CKD(gpa("cuMemAlloc", (void **)&alloc, 13000, 0, &st));
+    const char *ver = getenv("STATIC_CUDA_VERSION");
+    int v = ver ? atoi(ver) : 13000;
+    CKD(gpa("cuLaunchKernel", (void **)&launch, v, 0, &st));
+    CKD(gpa("cuMemcpyHtoDAsync", (void **)&h2d, v, 0, &st));
+    CKD(gpa("cuMemcpyDtoHAsync", (void **)&d2h, v, 0, &st));
+    CKD(gpa("cuStreamSynchronize", (void **)&ssync, v, 0, &st));
+    CKD(gpa("cuStreamCreate", (void **)&screate, v, 0, &st));
+    CKD(gpa("cuMemAlloc", (void **)&alloc, v, 0, &st));
     /* Asked, like vendor libraries do, for the version each appeared in. */
     CKD(gpa("cuEventCreate", (void **)&ecreate, 2000, 0, &st));
     CKD(gpa("cuEventRecord", (void **)&erecord, 2000, 0, &st));
