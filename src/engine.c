@@ -260,6 +260,7 @@ static atomic_int cg_memory_waits;
 static void cg_resolve(int foreign, int diverged);
 static int cg_run_end(int host_waits);
 static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why);
+static void cg_boundary_before(int entry, enum cg_kind kind, enum cg_reason why, CUstream s);
 static void cg_forget_reset_locked(void);
 static void cg_forget_memory_locked(const void *p, size_t n);
 static int cg_engine_remembers(void);
@@ -370,6 +371,7 @@ static void cg_bury(struct cg_tmpl *list)
 
 static void cg_stand_aside_changed(void)
 {
+	cg_graph_settle();
 	E.epoch++; /* work enqueued while standing aside goes unseen */
 	atomic_store(&cg_hot.engine_on, cg_opt.enable && !atomic_load(&cg_dead) && !atomic_load(&cg_capturing) &&
 					    !atomic_load(&cg_paused) && !atomic_load(&cg_governed));
@@ -459,6 +461,7 @@ static CUstream cg_foreign_stream(int foreign, CUstream s, int *moved)
 static void cg_submit_ops(const struct cg_op *ops, size_t n, int foreign, const void *owner)
 {
 	int moved = 0;
+	cg_graph_settle();
 	CUcontext pushed = n ? cg_foreign_enter(foreign, ops[0].ctx) : NULL;
 	for (size_t i = 0; i < n; i++) {
 		CUresult rc = cg_op_submit(&ops[i], cg_foreign_stream(foreign, ops[i].stream, &moved));
@@ -528,6 +531,7 @@ static void cg_frees_out(int foreign, const void *owner)
 	E.nfree = 0;
 	E.free_bytes = 0;
 	cg_unlock_for_calls();
+	cg_graph_settle();
 	CUcontext pushed = cg_foreign_enter(foreign, f[0].ctx);
 	for (int i = 0; i < n; i++) {
 		CUresult rc = CG_BK(mem_free_async, (CUdeviceptr)(uintptr_t)f[i].p,
@@ -2050,6 +2054,8 @@ static __attribute__((noinline)) int cg_engine_op_slow(struct cg_op *op)
 	op->t0 = t0 ? t0 : cg_now_ns();
 	op->run_id = E.run_id;
 	E.epoch++;
+	/* Last: a launch of held work above may owe the waits. */
+	cg_graph_settle();
 	cg_lock_give(&E.mu);
 	return CG_EAGER;
 }
@@ -2340,6 +2346,12 @@ void cg_engine_kernel_changed(int entry, const void *k, const void *f, CUcontext
 
 static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why)
 {
+	cg_boundary_before(entry, kind, why, NULL);
+}
+
+/* A boundary before the host waits for stream s (NULL: before anything). */
+static void cg_boundary_before(int entry, enum cg_kind kind, enum cg_reason why, CUstream s)
+{
 	cg_claim(NULL);
 	E.fuse.from = NULL;
 	if (kind != CG_K_SYNC)
@@ -2367,6 +2379,11 @@ static void cg_boundary_locked(int entry, enum cg_kind kind, enum cg_reason why)
 	} else if (kind == CG_K_FREE) {
 		cg_forget_memory_locked(NULL, SIZE_MAX);
 	}
+	/* Last: the held work's launch above may owe the waits. */
+	if (s)
+		cg_graph_settle_for(s);
+	else
+		cg_graph_settle();
 }
 
 int cg_engine_stream_sync(int entry, CUstream s)
@@ -2387,7 +2404,7 @@ int cg_engine_stream_sync(int entry, CUstream s)
 	if (idle)
 		cg_stat_add(syncs_answered, 1);
 	else if (atomic_load(&cg_hot.engine_on))
-		cg_boundary_locked(entry, CG_K_SYNC, CG_WHY_UNSUPPORTED_API);
+		cg_boundary_before(entry, CG_K_SYNC, CG_WHY_UNSUPPORTED_API, s);
 	cg_lock_give(&E.mu);
 	return idle;
 }
@@ -2435,6 +2452,7 @@ int cg_engine_free_async(const void *p, size_t n, CUstream s)
 	cg_lock_take(&E.mu);
 	E.seq++;
 	cg_wait_turn();
+	cg_graph_settle(); /* nothing held, the free goes now: after them */
 	int rc = -1;
 	/* On the legacy stream, a free orders the work of every blocking
 	 * stream around it: only where the work before it, in the run and
@@ -2748,6 +2766,7 @@ void cg_engine_forked_child(void)
 	E.held.n = 0;
 	E.run.n = 0;
 	E.nfree = 0;
+	cg_graph_forget_owed();
 	atomic_store(&cg_dead, 1);
 	atomic_store(&cg_hot.engine_on, 0);
 }

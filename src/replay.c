@@ -58,8 +58,12 @@ struct cg_graph {
 	CUevent *fork;          /* one per stream past the first */
 	/* After a launch each stream past the first waits on join: that wait,
 	 * an action of its stream, is what the legacy stream's rules order
-	 * later work after (kernels/class_legacy.cu checks CUDA keeps it). */
+	 * later work after (kernels/class_legacy.cu checks CUDA keeps it).
+	 * Where every such stream is an explicit one, the waits are owed
+	 * (lazy_join, cg_graph_settle). */
 	CUevent join, waitev;
+	int lazy_join;
+	CUcontext ctx;
 	/* Held pageable sources are copied into pinned staging at launch, two
 	 * buffers in turn; done[b] orders a rewrite after the launch that read b. */
 	uint8_t *staging[2];
@@ -130,6 +134,53 @@ struct cg_vals {
 static inline const struct cg_op *cg_val(const struct cg_vals *v, size_t i)
 {
 	return v->dirty[i] ? &v->ops[i] : &v->pred->vals[i];
+}
+
+/* ---- the join ------------------------------------------------------------- */
+/* The graph whose launch's join its streams past the first owe a wait on:
+ * the last launched over several explicit streams, while nothing else
+ * came. Its next launch, with nothing in between, comes after all of it on
+ * its first stream anyway: the waits are made only where other work may
+ * reach such a stream, or the host may look at one (cg_graph_settle). */
+static struct cg_graph *cg_owed;
+
+static void cg_join_streams(struct cg_graph *g)
+{
+	for (int i = 1; i < g->dag.nstreams; i++)
+		CG_BK(stream_wait, g->dag.streams[i], g->join, 0);
+}
+
+void cg_graph_settle(void)
+{
+	struct cg_graph *g = cg_owed;
+	if (cg_likely(!g))
+		return;
+	cg_owed = NULL;
+	/* The graph done already: nothing to order after. */
+	if (CG_BK(event_query, g->join) == CUDA_SUCCESS)
+		return;
+	CUcontext cur = NULL, popped;
+	int pushed = (CG_BK(ctx_get_current, &cur) != CUDA_SUCCESS || cur != g->ctx) &&
+		     CG_BK(ctx_push, g->ctx) == CUDA_SUCCESS;
+	cg_join_streams(g);
+	cg_stat_add(joins_made, 1);
+	if (pushed)
+		CG_BK(ctx_pop, &popped);
+}
+
+void cg_graph_settle_for(CUstream s)
+{
+	const struct cg_graph *g = cg_owed;
+	for (int i = 1; g && i < g->dag.nstreams; i++)
+		if (g->dag.streams[i] == s) {
+			cg_graph_settle();
+			return;
+		}
+}
+
+void cg_graph_forget_owed(void)
+{
+	cg_owed = NULL;
 }
 
 /* ---- building ------------------------------------------------------------- */
@@ -474,7 +525,13 @@ static int cg_make_events(struct cg_graph *g, const struct cg_tmpl *t)
 				return -EIO;
 		if (CG_BK(event_create, &g->join, fl) != CUDA_SUCCESS)
 			return -EIO;
+		g->lazy_join = 1;
+		for (int i = 1; i < ns; i++) {
+			CUstream s = g->dag.streams[i];
+			g->lazy_join &= s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD;
+		}
 	}
+	g->ctx = t->ops[0].ctx;
 	if (t->ops[t->n - 1].flags & CG_F_HOST_WAITS &&
 	    CG_BK(event_create, &g->waitev, fl) != CUDA_SUCCESS)
 		return -EIO;
@@ -849,6 +906,8 @@ void cg_graph_destroy(struct cg_graph *g)
 {
 	if (!g)
 		return;
+	if (g->launched && cg_owed == g)
+		cg_graph_settle();
 	for (int i = 0; i < g->nvar; i++) {
 		CG_BK(exec_destroy, g->var[i].exec);
 		cg_stat_add(held_bytes_device, -(unsigned long long)g->var[i].dev_bytes);
@@ -879,8 +938,11 @@ void cg_graph_destroy(struct cg_graph *g)
 
 void cg_graph_abandon(struct cg_graph *g)
 {
-	if (g)
-		cg_graph_free_memory(g);
+	if (!g)
+		return;
+	if (g->launched && cg_owed == g)
+		cg_owed = NULL;
+	cg_graph_free_memory(g);
 }
 
 const struct cg_op *cg_graph_expect(const struct cg_tmpl *t, size_t i)
@@ -1206,6 +1268,9 @@ static int cg_fork(struct cg_graph *g, const struct cg_launch *l)
 	const struct cg_dag *d = &g->dag;
 	CUstream ls = d->streams[0];
 	int forked = g->launched && g->epoch_after == l->epoch && g->thread == l->thread && ls != CU_STREAM_PER_THREAD;
+	/* Another graph, or this one after other work: what is owed first. */
+	if (cg_owed && (cg_owed != g || !forked))
+		cg_graph_settle();
 	for (int i = 1; i < d->nstreams && !forked; i++)
 		if (CG_BK(event_record, g->fork[i - 1], d->streams[i]) != CUDA_SUCCESS ||
 		    CG_BK(stream_wait, ls, g->fork[i - 1], 0) != CUDA_SUCCESS)
@@ -1322,11 +1387,17 @@ static int cg_graph_launch_ops(struct cg_tmpl *t, struct cg_launch *l, const str
 	}
 	if (g->dag.nstreams > 1) {
 		CG_BK(event_record, g->join, ls);
-		for (int i = 1; i < g->dag.nstreams; i++)
-			CG_BK(stream_wait, g->dag.streams[i], g->join, 0);
+		if (g->lazy_join) {
+			cg_owed = g;
+			cg_stat_add(joins_owed, 1);
+		} else {
+			cg_join_streams(g);
+		}
 	}
+	/* With the join owed, a record on the first stream: it completes with
+	 * the whole graph, after the work eagerly before it on its own. */
 	for (int i = 0; i < g->ntails; i++)
-		CG_BK(event_record, t->ops[g->tails[i]].u.ev.event, t->ops[g->tails[i]].stream);
+		CG_BK(event_record, t->ops[g->tails[i]].u.ev.event, g->lazy_join ? ls : t->ops[g->tails[i]].stream);
 	if (g->stage_size) {
 		CG_BK(event_record, g->done[g->cur], ls);
 		g->used[g->cur] = 1;

@@ -45,5 +45,14 @@ struct cg_launch {
 /* Launches t; 0, or a negative errno when nothing of the graph ran (the
  * caller submits the ops eagerly). */
 int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l) CG_HIDDEN;
+/* Makes the waits the last launch over several streams owes its streams past
+ * the first (none where its graph is done): before anything else may reach
+ * one of them or the host may look at one. Holding the turn. */
+void cg_graph_settle(void) CG_HIDDEN;
+/* The same before the host waits for stream s: only where they are owed to
+ * s (the host's wait for the graph's first stream needs none). */
+void cg_graph_settle_for(CUstream s) CG_HIDDEN;
+/* Drops them: in a forked child, which submits nothing. */
+void cg_graph_forget_owed(void) CG_HIDDEN;
 
 #endif

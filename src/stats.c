@@ -69,8 +69,10 @@ void cg_stats_write_json(FILE *f)
 	cg_write_entries(f, "boundary_calls", cg_stats.boundaries, 1);
 	cg_write_entries(f, "boundary_driver_calls", cg_stats.boundaries, 0);
 	fprintf(f, "  \"lookups\": %llu,\n  \"syncs_answered\": %llu,\n  \"graphs_forgotten_freed\": %llu,\n"
-		   "  \"frees_held\": %llu,\n  \"allocs_again\": %llu,\n  \"host_gaps\": %llu,\n",
-		LD(lookups), LD(syncs_answered), LD(forgotten_freed), LD(frees_held), LD(allocs_again), LD(host_gaps));
+		   "  \"frees_held\": %llu,\n  \"allocs_again\": %llu,\n  \"host_gaps\": %llu,\n"
+		   "  \"joins_owed\": %llu,\n  \"joins_made\": %llu,\n",
+		LD(lookups), LD(syncs_answered), LD(forgotten_freed), LD(frees_held), LD(allocs_again), LD(host_gaps),
+		LD(joins_owed), LD(joins_made));
 	fprintf(f, "  \"segments\": %llu,\n  \"graphs_built\": %llu,\n  \"graph_launches\": %llu,\n"
 		   "  \"ops_total\": %llu,\n  \"ops_replayed\": %llu,\n  \"divergences\": %llu,\n"
 		   "  \"pieces_eager\": %llu,\n  \"node_updates\": %llu,\n  \"node_updates_device\": %llu,\n"
@@ -191,6 +193,10 @@ void cg_stats_write_report(FILE *f)
 		fprintf(f, "cgraft:   stream synchronisations answered without a call (the stream's last work a "
 			   "read-back just waited for): %llu\n",
 			LD(syncs_answered));
+	if (LD(joins_owed))
+		fprintf(f, "cgraft:   launches over several streams whose other streams' waits on them were left owed "
+			   "till work came to them: %llu, waits made later: %llu\n",
+			LD(joins_owed), LD(joins_made));
 	if (LD(forgotten_freed))
 		fprintf(f, "cgraft:   graphs forgotten because memory their copies or memsets name was freed: %llu\n",
 			LD(forgotten_freed));

@@ -75,6 +75,7 @@ struct cg_stats {
 	atomic_ullong record_ns, instantiate_ns, backoffs;
 	atomic_ullong lookups;  /* dlsym and cuGetProcAddress calls answered */
 	atomic_ullong syncs_answered; /* stream synchronisations answered (cg_engine_stream_sync) */
+	atomic_ullong joins_owed, joins_made; /* launches over several streams whose joins were owed; made later */
 	atomic_ullong forgotten_freed; /* graphs forgotten: memory their copies or memsets name was freed */
 	atomic_ullong frees_held; /* frees in stream order made after the held work before them */
 	atomic_ullong allocs_again; /* allocations in stream order made again once the frees held back went out */
