@@ -57,13 +57,19 @@ CUkernel cg_copy_kernel(void)
 }
 
 /* Whether w bytes (8 but at a parameter's end) are the same: a word's
- * compare inlined, not a call. */
+ * compare inlined, not a call, and so is a 4-byte parameter's. */
 static inline int cg_upd_same(const uint8_t *a, const uint8_t *b, size_t w)
 {
 	if (cg_likely(w == 8)) {
 		uint64_t x, y;
 		memcpy(&x, a, 8);
 		memcpy(&y, b, 8);
+		return x == y;
+	}
+	if (w == 4) {
+		uint32_t x, y;
+		memcpy(&x, a, 4);
+		memcpy(&y, b, 4);
 		return x == y;
 	}
 	return !memcmp(a, b, w);
