@@ -132,7 +132,7 @@ int cg_upd_add(struct cg_upd *u, uint64_t node, const uint8_t *old, const uint8_
 {
 	uint32_t nrec = u->nrec, ndata = u->ndata, first = CG_UPD_FIRST;
 	int rc = 0;
-	if (!ki) {
+	if (!ki || ki->dense) {
 		rc = cg_upd_runs(u, node, old, new, n, 0, &first);
 	} else {
 		size_t at = 0;

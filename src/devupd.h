@@ -62,7 +62,8 @@ static inline void cg_upd_clear(struct cg_upd *u)
  * not NULL, to that grid: runs of differing 8-byte words of each parameter,
  * at the parameter's place in the kernel's buffer. The bytes are cgraft's
  * (op.h): the parameters one after another as ki sizes them, or, ki NULL,
- * the kernel's buffer itself (n bytes). 0, or -ENOSPC when the largest blob
+ * the kernel's buffer itself (n bytes), as they are where ki is dense: then
+ * the runs are the buffer's, across its parameters. 0, or -ENOSPC when the largest blob
  * cannot hold it: u is then as before. */
 int cg_upd_add(struct cg_upd *u, uint64_t node, const uint8_t *old, const uint8_t *new, const struct cg_kinfo *ki,
 	       size_t n, const uint32_t *grid) CG_HIDDEN;

@@ -114,9 +114,11 @@ static struct cg_kinfo *cg_kinfo_learn(const void *key, enum cg_kkey how)
 	ki->grid_fixed = !cg_grid_free(h, kernel);
 	ki->gen = atomic_load(&cg_kinfo_gen);
 	ki->simple = n <= 32;
+	ki->dense = 1;
 	for (uint32_t i = 0; i < n; i++) {
 		ki->size[i] = sizes[i];
 		ki->off[i] = offs[i];
+		ki->dense &= offs[i] == ki->total;
 		ki->total += sizes[i];
 		ki->simple &= sizes[i] == 4 || sizes[i] == 8;
 		if (sizes[i] == 8 && i < 32)

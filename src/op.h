@@ -51,6 +51,9 @@ struct cg_kinfo {
 	 * 32), bit i set where parameter i has 8. */
 	uint32_t wide;
 	uint8_t simple;
+	/* The buffer has the parameters one after another, no padding between
+	 * them: cgraft's bytes are the buffer's. */
+	uint8_t dense;
 	uint8_t hkind;         /* enum cg_khandle */
 	uint8_t nccl;          /* an NCCL kernel: never held */
 	/* Its grid must be a multiple of a cluster it was compiled with (or the

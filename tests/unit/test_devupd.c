@@ -133,6 +133,45 @@ static void test_wide(void **state)
 	}
 }
 
+/* A layout without padding (ki->dense): cgraft's bytes are the buffer's, and
+ * a changed word that spans two parameters is one record, not one for each. */
+static void test_dense(void **state)
+{
+	(void)state;
+	static uint32_t dsize[] = { 8, 4, 4, 4, 8, 2 }, doff[] = { 0, 8, 12, 16, 20, 28 };
+	static const struct cg_kinfo dki = { .nparams = 6, .size = dsize, .off = doff, .total = 30, .dense = 1 };
+	enum { D = 30 };
+	uint8_t old[D], new[D], dev[D];
+	for (int b = 0; b < D; b++)
+		old[b] = new[b] = (uint8_t)(b * 37 + 1);
+	new[9] ^= 0x5A;  /* the second parameter */
+	new[13] ^= 0x3C; /* the third: the same 8-byte word */
+	cg_upd_clear(&u);
+	assert_int_equal(cg_upd_add(&u, 1, old, new, &dki, D, NULL), 0);
+	assert_int_equal(u.nrec, 1);
+	srand(13);
+	for (int round = 0; round < 2000; round++) {
+		for (int b = 0; b < D; b++)
+			old[b] = new[b] = (uint8_t)rand();
+		int changes = rand() % 5;
+		for (int c = 0; c < changes; c++)
+			new[rand() % D] ^= (uint8_t)(1 + rand() % 255);
+		memcpy(dev, old, D);
+		cg_upd_clear(&u);
+		assert_int_equal(cg_upd_add(&u, 1, old, new, &dki, D, NULL), 0);
+		assert_true(u.nrec <= (uint32_t)changes);
+		uint8_t blob[CG_UPD_MAX];
+		cg_upd_finish(&u, blob);
+		for (uint32_t i = 0; i < u.nrec; i++) {
+			struct cg_upd_rec r;
+			memcpy(&r, blob + 8 + i * sizeof r, sizeof r);
+			assert_true(r.off + r.size <= D);
+			memcpy(dev + r.off, blob + 8 + r.data, r.size);
+		}
+		assert_memory_equal(dev, new, D);
+	}
+}
+
 /* A node's first record is flagged, and only it: the updater gives each
  * node to one thread. */
 static void test_first_flags(void **state)
@@ -202,6 +241,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_roundtrip),
 		cmocka_unit_test(test_wide),
+		cmocka_unit_test(test_dense),
 		cmocka_unit_test(test_first_flags),
 		cmocka_unit_test(test_full),
 		cmocka_unit_test(test_classes),

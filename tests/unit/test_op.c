@@ -386,6 +386,7 @@ static void test_driver_launch(void **state)
 	assert_int_equal(cg_op_kernel_info(&op, &why), 0);
 	assert_int_equal(op.nbytes, 16);
 	assert_int_equal(op.u.k.ki->nparams, 3);
+	assert_true(op.u.k.ki->dense); /* the fake driver's offsets: one parameter after another */
 	assert_ptr_equal(op.u.k.ki->handle, f);
 	assert_string_equal(op.u.k.ki->name, "my_kernel");
 	assert_true(fk_count(FK_FUNC_PARAM_INFO, mark) >= 4); /* three sizes, then the end */
