@@ -2397,7 +2397,7 @@ int cg_engine_stream_sync(int entry, CUstream s)
 	/* The legacy and per-thread streams are the current context's: after
 	 * a switch of device or context, another stream by the same name. */
 	CUcontext cur;
-	if (idle && (s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD))
+	if (idle && cg_stream_implicit(s))
 		idle = CG_BK(ctx_get_current, &cur) == CUDA_SUCCESS && cur == E.idle.ctx;
 	E.seq++;
 	E.fuse.from = NULL;

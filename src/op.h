@@ -173,6 +173,13 @@ static inline CUstream cg_stream_explicit(CUstream s, int pt)
 	return s ? s : pt ? CU_STREAM_PER_THREAD : CU_STREAM_LEGACY;
 }
 
+/* Whether a stream so made names the current context's legacy stream or
+ * the calling thread's per-thread one, not one stream everywhere. */
+static inline int cg_stream_implicit(CUstream s)
+{
+	return s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD;
+}
+
 /* Each fills op and returns 0, or a negative errno with *why set when the
  * call cannot be held. The caller's kernel arguments are not copied yet. */
 #define CG_OPFROM(family, ...) \

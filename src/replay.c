@@ -187,7 +187,7 @@ void cg_graph_forget_owed(void)
 static int cg_stream_blocking(void *cookie, CUstream s)
 {
 	(void)cookie;
-	if (s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+	if (cg_stream_implicit(s))
 		return 1;
 	unsigned flags = 0;
 	if (CG_BK(stream_flags, s, &flags) != CUDA_SUCCESS)
@@ -526,10 +526,8 @@ static int cg_make_events(struct cg_graph *g, const struct cg_tmpl *t)
 		if (CG_BK(event_create, &g->join, fl) != CUDA_SUCCESS)
 			return -EIO;
 		g->lazy_join = 1;
-		for (int i = 1; i < ns; i++) {
-			CUstream s = g->dag.streams[i];
-			g->lazy_join &= s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD;
-		}
+		for (int i = 1; i < ns; i++)
+			g->lazy_join &= !cg_stream_implicit(g->dag.streams[i]);
 	}
 	g->ctx = t->ops[0].ctx;
 	if (t->ops[t->n - 1].flags & CG_F_HOST_WAITS &&
