@@ -33,6 +33,7 @@
 	X(mem_free_async, cuMemFreeAsync, 11020, 0)                                  \
 	X(stream_flags, cuStreamGetFlags, 5050, 1)                                   \
 	X(stream_sync, cuStreamSynchronize, 2000, 1)                                 \
+	X(stream_query, cuStreamQuery, 2000, 0)                                      \
 	X(event_create, cuEventCreate, 2000, 1)                                      \
 	X(event_destroy, cuEventDestroy, 4000, 1)                                    \
 	X(event_record, cuEventRecord, 2000, 1)                                      \

@@ -1418,8 +1418,10 @@ static void cg_held_materialize(void)
 		if (E.lazy[i]) {
 			struct cg_op *h = &E.held.ops[i];
 			*h = E.lazy_src->ops[i];
-			h->u.k.params = E.expect_vals[i].u.k.params;
-			cg_op_copy_launch(h, &E.expect_vals[i]);
+			if (h->kind == CG_OP_KERNEL) {
+				h->u.k.params = E.expect_vals[i].u.k.params;
+				cg_op_copy_launch(h, &E.expect_vals[i]);
+			}
 			E.lazy[i] = 0;
 		}
 	E.nwritten = E.held.n;
@@ -1566,9 +1568,27 @@ static __attribute__((noinline)) int cg_hold_values(struct cg_op *op, struct cg_
 	return 1;
 }
 
+/* cg_hold_fast's event record or stream wait: the template's own (its
+ * event is shape, and it has no values), held implicit. A record's event
+ * is one held work records (cg_engine_event_independent). */
+static __attribute__((noinline)) int cg_hold_event(const struct cg_op *op, struct cg_tmpl *t, size_t pos)
+{
+	const struct cg_op *x = &t->ops[pos];
+	if (x->kind != op->kind || x->flags != op->flags || x->stream != op->stream || x->u.ev.event != op->u.ev.event)
+		return 0;
+	if (op->kind == CG_OP_RECORD)
+		cg_evset_add(E.evset, &E.nev, op->u.ev.event);
+	E.nfast++;
+	E.held.n = pos + 1;
+	if (cg_unlikely(pos + 1 == t->n))
+		cg_fast_complete(t);
+	return 1;
+}
+
 /* The path of most held launches: a kernel the only candidate expects
- * here. With the values the graph has, nothing is copied: the held op stays
- * implicit (cg_held_materialize); with others, cg_hold_values. Its last op
+ * here (or its event record or stream wait, cg_hold_event). With the
+ * values the graph has, nothing is copied: the held op stays implicit
+ * (cg_held_materialize); with others, cg_hold_values. Its last op
  * launches the graph. 1 when held. */
 static inline __attribute__((always_inline)) int cg_hold_fast(struct cg_op *op)
 {
@@ -1578,6 +1598,8 @@ static inline __attribute__((always_inline)) int cg_hold_fast(struct cg_op *op)
 	 * it starts (cg_try_start). */
 	if (pos >= t->n || t != E.expect_src)
 		return 0;
+	if (cg_unlikely(op->kind != CG_OP_KERNEL))
+		return cg_hold_event(op, t, pos);
 	/* What the graph's node has: the template's shape, and a kernel of its
 	 * own where the launch is a value (cg_op_kernel_is_value). Its kind and
 	 * flags (op's kind is a kernel), then the grid, block and shared memory,
@@ -1843,12 +1865,12 @@ static int cg_kernel_expected(struct cg_op *op)
 	return 1;
 }
 
-/* Whether op may take the fast path: a kernel, where the first candidate
- * stands for all (cg_fast_limit), of the thread and context that hold the
- * segment. */
+/* Whether op may take the fast path: a kernel, event record or stream
+ * wait (cg_op_kind_implicit), where the first candidate stands for all
+ * (cg_fast_limit), of the thread and context that hold the segment. */
 static inline int cg_fast_ok(const struct cg_op *op)
 {
-	return !E.submitting && E.mode == CG_DEFER && op->kind == CG_OP_KERNEL && E.owner == &cg_self &&
+	return !E.submitting && E.mode == CG_DEFER && cg_op_kind_implicit(op->kind) && E.owner == &cg_self &&
 	       E.ctx == op->ctx && E.held.n < E.fast_upto &&
 	       atomic_load_explicit(&cg_hot.engine_on, memory_order_relaxed);
 }

@@ -14,6 +14,14 @@
 
 enum cg_op_kind { CG_OP_KERNEL, CG_OP_COPY, CG_OP_MEMSET, CG_OP_HOST, CG_OP_RECORD, CG_OP_WAIT, CG_OP_NCCL };
 
+/* The kinds a held op of may be implicit, the template's op with its
+ * values standing for it until written out (engine.c's fast path): a
+ * kernel, an event record, a stream wait. Other kinds are always written. */
+static inline int cg_op_kind_implicit(unsigned kind)
+{
+	return kind < 32 && ((1u << CG_OP_KERNEL | 1u << CG_OP_RECORD | 1u << CG_OP_WAIT) >> kind & 1);
+}
+
 /* The NCCL calls an op may be (CGRAFT_NCCL=1). */
 enum cg_nccl_fn {
 	CG_NC_ALLREDUCE, CG_NC_BROADCAST, CG_NC_REDUCE, CG_NC_ALLGATHER, CG_NC_REDUCESCATTER,

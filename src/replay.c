@@ -63,6 +63,11 @@ struct cg_graph {
 	 * (lazy_join, cg_graph_settle). */
 	CUevent join, waitev;
 	int lazy_join;
+	/* With the first stream explicit too, join is recorded only where the
+	 * waits are made: nothing reached that stream after the launch then
+	 * (every call that may reach it settles first), so its work then is
+	 * the launch's, or a later launch's of the same graph, owing the same. */
+	int join_late;
 	CUcontext ctx;
 	/* Held pageable sources are copied into pinned staging at launch, two
 	 * buffers in turn; done[b] orders a rewrite after the launch that read b. */
@@ -157,11 +162,14 @@ void cg_graph_settle(void)
 		return;
 	cg_owed = NULL;
 	/* The graph done already: nothing to order after. */
-	if (CG_BK(event_query, g->join) == CUDA_SUCCESS)
+	CUstream ls = g->dag.streams[0];
+	if (g->join_late ? CG_BK(stream_query, ls) == CUDA_SUCCESS : CG_BK(event_query, g->join) == CUDA_SUCCESS)
 		return;
 	CUcontext cur = NULL, popped;
 	int pushed = (CG_BK(ctx_get_current, &cur) != CUDA_SUCCESS || cur != g->ctx) &&
 		     CG_BK(ctx_push, g->ctx) == CUDA_SUCCESS;
+	if (g->join_late)
+		CG_BK(event_record, g->join, ls);
 	cg_join_streams(g);
 	cg_stat_add(joins_made, 1);
 	if (pushed)
@@ -528,6 +536,7 @@ static int cg_make_events(struct cg_graph *g, const struct cg_tmpl *t)
 		g->lazy_join = 1;
 		for (int i = 1; i < ns; i++)
 			g->lazy_join &= !cg_stream_implicit(g->dag.streams[i]);
+		g->join_late = g->lazy_join && !cg_stream_implicit(g->dag.streams[0]) && cg_hot.bk->stream_query;
 	}
 	g->ctx = t->ops[0].ctx;
 	if (t->ops[t->n - 1].flags & CG_F_HOST_WAITS &&
@@ -1305,15 +1314,16 @@ static int cg_graph_launch_due(struct cg_tmpl *t, struct cg_launch *l, const str
 	return rc;
 }
 
-/* This launch's values, every op written (cg_val's; a staged copy's
- * source is the held op's, whatever its values). A kernel's attributes,
- * shape, are the template's, which outlive a graph built from these. */
+/* This launch's values, every op written (cg_val's where the held op may
+ * be implicit; another kind is always written: a staged copy's source is
+ * the held op's, whatever its values). A kernel's attributes, shape, are
+ * the template's, which outlive a graph built from these. */
 static struct cg_op *cg_launch_values(const struct cg_tmpl *t, const struct cg_launch *l, const uint8_t *dirty)
 {
 	const struct cg_vals vals = { l->ops, dirty, &t->g->var[t->g->predict] };
 	struct cg_op *ops = malloc(t->n * sizeof *ops);
 	for (size_t i = 0; ops && i < t->n; i++) {
-		ops[i] = t->ops[i].kind != CG_OP_KERNEL ? l->ops[i] : *cg_val(&vals, i);
+		ops[i] = cg_op_kind_implicit(t->ops[i].kind) ? *cg_val(&vals, i) : l->ops[i];
 		if (ops[i].kind == CG_OP_KERNEL)
 			ops[i].u.k.attr = t->ops[i].u.k.attr;
 	}
@@ -1384,7 +1394,8 @@ static int cg_graph_launch_ops(struct cg_tmpl *t, struct cg_launch *l, const str
 		return -EIO;
 	}
 	if (g->dag.nstreams > 1) {
-		CG_BK(event_record, g->join, ls);
+		if (!g->join_late)
+			CG_BK(event_record, g->join, ls);
 		if (g->lazy_join) {
 			cg_owed = g;
 			cg_stat_add(joins_owed, 1);
