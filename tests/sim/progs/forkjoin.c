@@ -1,10 +1,12 @@
 /* Scenario: fork/join over three streams with events each iteration;
- * the joining kernel reads what both branches wrote. */
+ * the joining kernel reads what both branches wrote. Its argument: the
+ * iterations (14). */
 #include "common.h"
 
-int main(void)
+int main(int argc, char **argv)
 {
-    enum { N = 256, ITERS = 14 };
+    enum { N = 256 };
+    const int ITERS = argc > 1 ? atoi(argv[1]) : 14;
     register_kernels();
     cudaStream_t s0, s1, s2;
     cudaEvent_t fork, j1, j2;
