@@ -2323,9 +2323,10 @@ struct cg_kchange {
 	CUcontext ctx;
 };
 
-/* Whether t may launch the kernel that changed: a node of its CUkernel, of
- * its function, or of a function in another context (which cannot be told
- * apart from its there) or of a kernel not known. */
+/* Whether t may launch the kernel that changed: a node of its CUkernel
+ * (through the runtime, or as the function handle the driver's launches
+ * take it cast to), of its function, or of a function in another context
+ * (which cannot be told apart from its there) or of a kernel not known. */
 static int cg_tmpl_launches(const struct cg_tmpl *t, void *cookie)
 {
 	const struct cg_kchange *c = cookie;
@@ -2334,7 +2335,8 @@ static int cg_tmpl_launches(const struct cg_tmpl *t, void *cookie)
 		if (op->kind != CG_OP_KERNEL)
 			continue;
 		const struct cg_kinfo *ki = op->u.k.ki;
-		if (!ki || (ki->hkind == CG_KH_KERNEL ? ki->handle == c->k : ki->handle == c->f || op->ctx != c->ctx))
+		if (!ki || ki->handle == c->k ||
+		    (ki->hkind == CG_KH_FUNCTION && (ki->handle == c->f || op->ctx != c->ctx)))
 			return 1;
 	}
 	return 0;
