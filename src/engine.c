@@ -2378,8 +2378,6 @@ static void cg_boundary_before(int entry, enum cg_kind kind, enum cg_reason why,
 {
 	cg_claim(NULL);
 	E.fuse.from = NULL;
-	if (kind != CG_K_SYNC)
-		E.epoch++;
 	const char *name = entry >= 0 && entry < CG_E_COUNT ? cg_entries[entry].name : "call";
 	if (kind == CG_K_BND || kind == CG_K_FREE || kind == CG_K_MWAIT) {
 		cg_count_fallback(why);
@@ -2392,6 +2390,10 @@ static void cg_boundary_before(int entry, enum cg_kind kind, enum cg_reason why,
 	/* Another thread's call, right after it took the held work over: no
 	 * divergence of what the held work matched. */
 	cg_resolve(0, E.held.n != E.handed_at);
+	/* The call comes after what the resolve launched: the next launch of
+	 * that graph is no longer right behind its last (cg_fork). */
+	if (kind != CG_K_SYNC)
+		E.epoch++;
 	cg_early_end();
 	cg_early_bury();
 	cg_run_end(kind == CG_K_SYNC);
