@@ -2021,7 +2021,7 @@ static __attribute__((noinline)) int cg_engine_op_slow(struct cg_op *op)
 {
 	E.seq++;
 	cg_stat_add(slow[E.mode != CG_DEFER ? CG_SLOW_RECORD
-		    : op->kind != CG_OP_KERNEL ? CG_SLOW_NOT_KERNEL
+		    : !cg_op_kind_implicit(op->kind) ? CG_SLOW_NOT_KERNEL
 		    : E.held.n >= E.fast_upto ? CG_SLOW_CANDIDATES
 		    : E.timing ? CG_SLOW_TIMED : CG_SLOW_VALUES], 1);
 	if (cg_unlikely(op->kind == CG_OP_NCCL))

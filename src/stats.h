@@ -53,7 +53,7 @@ enum cg_cost {
 /* Why an op took the slow path (cg_engine_op_slow). */
 enum cg_slow {
 	CG_SLOW_RECORD,     /* nothing held: the op may start a template */
-	CG_SLOW_NOT_KERNEL, /* a copy, memset, event or host function */
+	CG_SLOW_NOT_KERNEL, /* a kind the fast path does not take: a copy, memset, host function */
 	CG_SLOW_CANDIDATES, /* past where several candidate templates part */
 	CG_SLOW_TIMED,      /* a replay timed for the back-off */
 	CG_SLOW_VALUES,     /* a kernel the prediction does not have: its values, or another */
