@@ -1545,6 +1545,18 @@ static __attribute__((noinline)) void cg_fast_complete(struct cg_tmpl *t)
 	}
 }
 
+/* The fast path holds op pos of t, the only candidate (written out or
+ * left implicit): counted in cg_stats when the held work ends; t's last
+ * launches the graph. 1: held. */
+static inline __attribute__((always_inline)) int cg_fast_hold_at(struct cg_tmpl *t, size_t pos)
+{
+	E.nfast++;
+	E.held.n = pos + 1;
+	if (cg_unlikely(pos + 1 == t->n))
+		cg_fast_complete(t);
+	return 1;
+}
+
 /* cg_hold_fast's kernel with values of its own (a tensor at another
  * address): written as cg_defer_push would write it, its parameters copied
  * and the op marked changed, without the slow path's search, which would
@@ -1562,10 +1574,7 @@ static __attribute__((noinline)) int cg_hold_values(struct cg_op *op, struct cg_
 		return 0;
 	}
 	cg_held_written(pos, differs); /* t is E.cand[0] */
-	E.nfast++;
-	if (cg_unlikely(pos + 1 == t->n))
-		cg_fast_complete(t);
-	return 1;
+	return cg_fast_hold_at(t, pos);
 }
 
 /* cg_hold_fast's event record or stream wait: the template's own (its
@@ -1578,11 +1587,7 @@ static __attribute__((noinline)) int cg_hold_event(const struct cg_op *op, struc
 		return 0;
 	if (op->kind == CG_OP_RECORD)
 		cg_evset_add(E.evset, &E.nev, op->u.ev.event);
-	E.nfast++;
-	E.held.n = pos + 1;
-	if (cg_unlikely(pos + 1 == t->n))
-		cg_fast_complete(t);
-	return 1;
+	return cg_fast_hold_at(t, pos);
 }
 
 /* The path of most held launches: a kernel the only candidate expects
@@ -1622,11 +1627,7 @@ static inline __attribute__((always_inline)) int cg_hold_fast(struct cg_op *op)
 	if (!cg_params_equal(op, v->u.k.params))
 		return cg_hold_values(op, t, pos, v);
 	/* E.lazy[pos] is 1 and E.dirty[pos] 0 from the start (cg_try_start). */
-	E.nfast++; /* counted in cg_stats when the held work ends */
-	E.held.n = pos + 1;
-	if (cg_unlikely(pos + 1 == t->n))
-		cg_fast_complete(t);
-	return 1;
+	return cg_fast_hold_at(t, pos);
 }
 
 /* Up to where the fast path, which looks at the first candidate only, may
