@@ -75,7 +75,7 @@ SEMANTIC_CASES = [
         ("order", "capture_threads contexts device_launch device_printf drv_mix error_codes event_chains "
                   "graph_features handle_lifetimes host_func ipc_child launch_events launch_ex launch_shapes "
                   "legacy_stream own_graph poll_spin ptds_threads shared_stream stream_memops thread_sync"),
-        ("lib", "cublas_modes cublaslt curand_fft cusolver"),
+        ("lib", "cublas_modes cublaslt curand_fft cusolver cusparse thrust_cub"),
     )
     for name in names.split()
 ]
