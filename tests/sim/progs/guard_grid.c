@@ -5,7 +5,11 @@
  * never change; every seventh step ends in another kernel halfway, so that
  * held launches go out eagerly, each with its own grid. A replay that keeps
  * a graph's grid, or a held launch written out with the template's, covers
- * another part of the array. */
+ * another part of the array.
+ *
+ * Built with CHURN, eight more kernels take other scalars at every step:
+ * the graph is built again with an updater, which then gives the grid
+ * kernels their grids (their parameters the same: only the grid differs). */
 #include "common.h"
 static void axpb_grid(cudaStream_t s, float *y, unsigned grid)
 {
@@ -19,10 +23,17 @@ int main(void)
 {
     float *y, *r;
     cudaStream_t s = start_y_r(&y, &r);
+#ifdef CHURN
+    float *w = dev_alloc_init(256, 0.5f);
+#endif
     float res = 0;
     for (int it = 0; it < 60; it++) {
         for (int k = 0; k < 6; k++)
             sq(s, y, 256);
+#ifdef CHURN
+        for (int k = 0; k < 8; k++)
+            axpb(s, w, 0.99f, 1e-3f * (float)((it + k) % 50), 256);
+#endif
         /* The first steps alike: a template learnt; then other grids. */
         axpb_grid(s, y, it < 3 ? 1 : 1 + (unsigned)(it % 3));
         for (int k = 0; k < 3; k++)
@@ -36,5 +47,8 @@ int main(void)
         printf("it=%d res %a\n", it, res);
     }
     print_dev("y", y, 4096);
+#ifdef CHURN
+    print_dev("w", w, 256);
+#endif
     return 0;
 }
