@@ -7,7 +7,6 @@
 #include "backend.h"
 #include "devupd.h"
 #include "log.h"
-#include "segment.h"
 
 extern const unsigned char cg_updater_image[] CG_HIDDEN;
 extern const size_t cg_updater_image_size CG_HIDDEN;
@@ -91,40 +90,33 @@ static inline int cg_upd_same32(const uint8_t *a, const uint8_t *b)
 }
 
 /* Records for the differing 8-byte-word runs of n bytes that lie at off in
- * the kernel's parameter buffer and at at in cgraft's bytes, of those the
- * bits of diff name there. */
+ * the kernel's parameter buffer. */
 static int cg_upd_runs(struct cg_upd *u, uint64_t node, const uint8_t *old, const uint8_t *new, size_t n,
-		       uint32_t off, uint32_t at, uint64_t diff, uint32_t *first)
+		       uint32_t off, uint32_t *first)
 {
 	const size_t maxrec = sizeof u->rec / sizeof u->rec[0];
-	for (size_t i = 0, lim = 0; i < n;) {
-		/* The bytes up to lim may differ; past it, up to the next
-		 * stretch diff names, they are the same. */
-		if (i >= lim) {
-			i = cg_diff_next(diff, at, (uint32_t)i, (uint32_t)n);
-			lim = cg_diff_end(diff, at, (uint32_t)i, (uint32_t)n);
-		}
-		while (lim - i >= 32 && cg_upd_same32(old + i, new + i))
+	for (size_t i = 0; i < n;) {
+		while (n - i >= 32 && cg_upd_same32(old + i, new + i))
 			i += 32;
-		if (i >= lim)
-			continue;
-		size_t w = lim - i < 8 ? lim - i : 8;
+		if (i == n)
+			break;
+		size_t w = n - i < 8 ? n - i : 8;
 		if (cg_upd_same(old + i, new + i, w)) {
 			i += w;
 			continue;
 		}
 		size_t j = i + w;
-		while (j < lim) {
-			size_t x = lim - j < 8 ? lim - j : 8;
+		while (j < n) {
+			size_t x = n - j < 8 ? n - j : 8;
 			if (cg_upd_same(old + j, new + j, x))
 				break;
 			j += x;
 		}
 		/* Each record's bytes start on 8 bytes: the device reads them so. */
-		uint32_t to = (u->ndata + 7) & ~7u;
-		if (u->nrec == maxrec || 8 + (u->nrec + 1) * sizeof(struct cg_upd_rec) + to + (j - i) > CG_UPD_MAX)
+		uint32_t at = (u->ndata + 7) & ~7u;
+		if (u->nrec == maxrec || 8 + (u->nrec + 1) * sizeof(struct cg_upd_rec) + at + (j - i) > CG_UPD_MAX)
 			return -ENOSPC;
-		u->ndata = to;
+		u->ndata = at;
 		u->rec[u->nrec++] = (struct cg_upd_rec){ .node = node, .off = off + (uint32_t)i,
 							 .size = (uint32_t)(j - i), .data = u->ndata, .kind = *first };
 		memcpy(u->data + u->ndata, new + i, j - i);
@@ -136,16 +128,16 @@ static int cg_upd_runs(struct cg_upd *u, uint64_t node, const uint8_t *old, cons
 }
 
 int cg_upd_add(struct cg_upd *u, uint64_t node, const uint8_t *old, const uint8_t *new, const struct cg_kinfo *ki,
-	       size_t n, const uint32_t *grid, uint64_t diff)
+	       size_t n, const uint32_t *grid)
 {
 	uint32_t nrec = u->nrec, ndata = u->ndata, first = CG_UPD_FIRST;
 	int rc = 0;
 	if (!ki || ki->dense) {
-		rc = cg_upd_runs(u, node, old, new, n, 0, 0, diff, &first);
+		rc = cg_upd_runs(u, node, old, new, n, 0, &first);
 	} else {
 		size_t at = 0;
 		for (uint32_t i = 0; i < ki->nparams && !rc; i++) {
-			rc = cg_upd_runs(u, node, old + at, new + at, ki->size[i], ki->off[i], (uint32_t)at, diff, &first);
+			rc = cg_upd_runs(u, node, old + at, new + at, ki->size[i], ki->off[i], &first);
 			at += ki->size[i];
 		}
 	}

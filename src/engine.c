@@ -97,7 +97,6 @@ static struct {
 	uint64_t segno;
 	pthread_t owner_thread;
 	uint8_t *dirty;
-	uint64_t *diff;              /* where dirty: what differs (CG_DIFF bits) */
 	uint8_t *lazy;               /* held ops not written out: lazy_src's op with its expected values */
 	size_t dirty_cap;
 	size_t nwritten;             /* held ops written out; the others are lazy */
@@ -1273,7 +1272,6 @@ static int cg_launch(struct cg_tmpl *t, size_t at, struct cg_wait *wait)
 		cg_held_materialize();
 	struct cg_launch l = { .ops = E.held.ops + at,
 			       .dirty = E.expect_src == t && !at ? E.dirty : NULL,
-			       .diff = E.expect_src == t && !at && E.expect_vals == cg_graph_expect(t, 0) ? E.diff : NULL,
 			       .epoch = E.epoch,
 			       .thread = &cg_self };
 	uint64_t t0 = E.timing ? cg_now_ns() : 0, c0 = cg_cost_start();
@@ -1397,14 +1395,11 @@ static int cg_dirty_grow(size_t n)
 	while (cap < n)
 		cap *= 2;
 	uint8_t *d = realloc(E.dirty, cap), *z = d ? realloc(E.lazy, cap) : NULL;
-	uint64_t *f = z ? realloc(E.diff, cap * sizeof *f) : NULL;
 	if (d)
 		E.dirty = d;
-	if (z)
-		E.lazy = z;
-	if (!f)
+	if (!z)
 		return -ENOMEM;
-	E.diff = f;
+	E.lazy = z;
 	E.dirty_cap = cap;
 	return 0;
 }
@@ -1443,13 +1438,11 @@ static void cg_held_drop_last(void)
 
 static void cg_timer_wake(void);
 
-/* Held op pos written (no longer the template's, implicit), with what of
- * its values differs from those expected there (CG_DIFF bits); its shape
- * the candidates'. */
-static inline void cg_held_written(size_t pos, uint64_t diff)
+/* Held op pos written (no longer the template's, implicit), changed from
+ * the values expected there or not; its shape the candidates'. */
+static inline void cg_held_written(size_t pos, int dirty)
 {
-	E.dirty[pos] = diff != 0;
-	E.diff[pos] = diff;
+	E.dirty[pos] = (uint8_t)dirty;
 	E.lazy[pos] = 0;
 	E.nwritten++;
 	E.held.ops[pos].shape = E.cand[0]->ops[pos].shape; /* one shape, which the candidates share */
@@ -1469,12 +1462,12 @@ static int cg_defer_push(struct cg_op *op, struct cg_wait *wait)
 			E.expect_src = NULL;
 	}
 	const struct cg_op *exp = E.expect_src ? &E.expect_vals[pos] : NULL;
-	uint64_t differs = CG_DIFF_ALL;
+	int differs = 1;
 	if (cg_dirty_reserve(pos + 1) || cg_seg_push(&E.held, op, 1, exp, &differs)) {
 		cg_resolve(0, 0);
 		return 0;
 	}
-	cg_held_written(pos, exp ? differs : CG_DIFF_ALL);
+	cg_held_written(pos, differs || !exp);
 	E.mode = CG_DEFER;
 	struct cg_op *h = &E.held.ops[pos];
 	cg_named_add(&E.held_named, h);
@@ -1573,7 +1566,7 @@ static __attribute__((noinline)) int cg_hold_values(struct cg_op *op, struct cg_
 						    const struct cg_op *v)
 {
 	op->nbytes = v->nbytes;
-	uint64_t differs = CG_DIFF_ALL;
+	int differs = 1;
 	if (cg_seg_push(&E.held, op, 1, v, &differs))
 		return 0;
 	if (differs && cg_hostmem_hit(&E.held.ops[pos])) {

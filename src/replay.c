@@ -11,7 +11,6 @@
 #include "log.h"
 #include "options.h"
 #include "replay.h"
-#include "segment.h"
 
 #define CG_MAX_VARIANTS 16
 #define CG_RECENT 8
@@ -1078,20 +1077,16 @@ static int cg_recurring(struct cg_graph *g, uint64_t key)
  * given (too many for the updaters, a call refused): the exec's nodes then
  * hold what they held. */
 static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tmpl *t, const struct cg_op *ops,
-					  const uint8_t *dirty, const uint64_t *diff)
+					  const uint8_t *dirty)
 {
 	struct cg_variant *v = &g->var[0];
 	uint8_t sent[t->n];
 	int k = 0;
-	/* What differs was found against the predicted variant's values. */
-	if (&g->var[g->predict] != v)
-		diff = NULL;
 	cg_upd_clear(g->ub[0]);
 	for (size_t i = 0; i < t->n; i++) {
 		sent[i] = 0;
 		const struct cg_op *o = &ops[i], *was = &v->vals[i];
-		uint64_t d = diff && dirty[i] ? diff[i] : CG_DIFF_ALL;
-		if (!dirty[i] || !g->node[i] || (d == CG_DIFF_ALL ? cg_op_same_values(was, o) : !d))
+		if (!dirty[i] || !g->node[i] || cg_op_same_values(was, o))
 			continue;
 		int copyk = g->copyk[i];
 		if (copyk ? cg_copy_overlaps(o) : g->devnode[i] && !cg_op_same_kernel(was, o)) {
@@ -1131,7 +1126,7 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
 			if (memcmp(was->u.k.grid, o->u.k.grid, sizeof o->u.k.grid))
 				grid = o->u.k.grid;
 		}
-		while (cg_upd_add(g->ub[k], g->devnode[i], pa, pb, ki, nb, grid, d)) {
+		while (cg_upd_add(g->ub[k], g->devnode[i], pa, pb, ki, nb, grid)) {
 			if (!g->ub[k]->nrec || k + 1 == g->nupd || cg_upd_scratch(g, k + 1)) {
 				/* More updaters take more nodes, not a node's
 				 * changes past one blob. */
@@ -1179,8 +1174,7 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
 			if (ops[i].kind == CG_OP_COPY) {
 				v->vals[i].u.cp = ops[i].u.cp;
 			} else {
-				cg_diff_copy((uint8_t *)v->vals[i].u.k.params, ops[i].u.k.params, ops[i].nbytes,
-					     diff ? diff[i] : CG_DIFF_ALL);
+				memcpy((void *)v->vals[i].u.k.params, ops[i].u.k.params, ops[i].nbytes);
 				cg_op_copy_grid(&v->vals[i], &ops[i]);
 			}
 			cg_stat_add(node_updates, 1);
@@ -1193,10 +1187,10 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
  * changed, else the closest; a new one when the stable values recur; the
  * rest is updated node by node. NULL when an update failed. */
 static struct cg_variant *cg_pick_variant(struct cg_graph *g, const struct cg_tmpl *t, const struct cg_op *ops,
-					  const uint8_t *dirty, const uint64_t *diff)
+					  const uint8_t *dirty)
 {
 	if (g->nupd)
-		return g->upd_lost ? NULL : cg_pick_updated(g, t, ops, dirty, diff);
+		return g->upd_lost ? NULL : cg_pick_updated(g, t, ops, dirty);
 	const struct cg_vals vals = { ops, dirty, &g->var[g->predict] };
 	int any = 0;
 	for (size_t i = 0; i < t->n; i++)
@@ -1294,8 +1288,7 @@ static int cg_fork(struct cg_graph *g, const struct cg_launch *l)
 	return 0;
 }
 
-static int cg_graph_launch_ops(struct cg_tmpl *t, struct cg_launch *l, const struct cg_op *ops, uint8_t *dirty,
-			       const uint64_t *diff);
+static int cg_graph_launch_ops(struct cg_tmpl *t, struct cg_launch *l, const struct cg_op *ops, uint8_t *dirty);
 
 /* Launches t for ops (every one written), building its graph again first
  * where that is due (cg_graph_rebuild): the new graph holds ops' values. */
@@ -1307,7 +1300,7 @@ static int cg_graph_launch_due(struct cg_tmpl *t, struct cg_launch *l, const str
 	struct cg_graph *ng = (g->upgrade || g->downgrade) && !t->pins ? cg_graph_rebuild(t, ops) : NULL;
 	cg_cost_stop(CG_COST_REBUILD, c0);
 	if (!ng)
-		return cg_graph_launch_ops(t, l, ops, dirty, NULL);
+		return cg_graph_launch_ops(t, l, ops, dirty);
 	if (t->rebuilds < CG_UNTIMED_REBUILDS) {
 		t->rebuilds++;
 		t->rebuilt = 1;
@@ -1316,7 +1309,7 @@ static int cg_graph_launch_due(struct cg_tmpl *t, struct cg_launch *l, const str
 	for (size_t i = 0; i < t->n; i++)
 		dirty_new[i] = !cg_op_same_values(&ng->var[0].vals[i], &ops[i]);
 	t->g = ng;
-	int rc = cg_graph_launch_ops(t, l, ops, dirty_new, NULL);
+	int rc = cg_graph_launch_ops(t, l, ops, dirty_new);
 	cg_graph_destroy(g);
 	return rc;
 }
@@ -1356,7 +1349,7 @@ int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l)
 			 "with an updater before it is judged", t->n);
 	}
 	if (cg_likely(!g->upgrade && !g->downgrade)) {
-		int rc = cg_graph_launch_ops(t, l, l->ops, dirty, dirty == l->dirty ? l->diff : NULL);
+		int rc = cg_graph_launch_ops(t, l, l->ops, dirty);
 		if (!rc || !(t->g->downgrade || t->g->upgrade))
 			return rc;
 	}
@@ -1375,12 +1368,11 @@ int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l)
 	return rc;
 }
 
-static int cg_graph_launch_ops(struct cg_tmpl *t, struct cg_launch *l, const struct cg_op *ops, uint8_t *dirty,
-			       const uint64_t *diff)
+static int cg_graph_launch_ops(struct cg_tmpl *t, struct cg_launch *l, const struct cg_op *ops, uint8_t *dirty)
 {
 	struct cg_graph *g = t->g;
 	uint64_t c0 = cg_cost_start();
-	struct cg_variant *v = cg_pick_variant(g, t, ops, dirty, diff);
+	struct cg_variant *v = cg_pick_variant(g, t, ops, dirty);
 	cg_cost_stop(CG_COST_PICK, c0);
 	CUstream ls = g->dag.streams[0];
 	/* An exec whose updater changes its nodes is uploaded before its launch. */

@@ -34,9 +34,6 @@ int cg_copy_is_kernel(const struct cg_op *op) CG_HIDDEN;
 struct cg_launch {
 	const struct cg_op *ops;  /* the held ops, n == t->n */
 	const uint8_t *dirty;     /* per op: values differ from cg_graph_expect(); NULL: unknown */
-	/* Where dirty, what differs from cg_graph_expect() (CG_DIFF bits);
-	 * NULL: not known. */
-	const uint64_t *diff;
 	uint64_t epoch;           /* work enqueued outside cgraft's replays so far */
 	const void *thread;       /* the launching thread's token: its per-thread stream */
 	CUevent wait;             /* out: for a read-back, the event the host then waits for */

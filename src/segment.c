@@ -81,55 +81,9 @@ int cg_seg_grow(struct cg_seg *s, size_t more)
 	return 0;
 }
 
-typedef uint64_t cg_u64x2 __attribute__((vector_size(16)));
-
-static inline cg_u64x2 cg_load16(const uint8_t *p)
-{
-	cg_u64x2 v;
-	memcpy(&v, p, sizeof v);
-	return v;
-}
-
-/* Whether 64 bytes differ: four 16-byte compares, no call. */
-static inline int cg_differ64(const uint8_t *a, const uint8_t *b)
-{
-	cg_u64x2 r = (cg_load16(a) ^ cg_load16(b)) | (cg_load16(a + 16) ^ cg_load16(b + 16)) |
-		     (cg_load16(a + 32) ^ cg_load16(b + 32)) | (cg_load16(a + 48) ^ cg_load16(b + 48));
-	return (r[0] | r[1]) != 0;
-}
-
-uint64_t cg_diff_bytes(const uint8_t *a, const uint8_t *b, uint32_t off, uint32_t n)
-{
-	const uint32_t last = CG_DIFF_CHUNKS - 1;
-	uint32_t c = off / CG_DIFF_CHUNK, k = (CG_DIFF_CHUNK - off % CG_DIFF_CHUNK) % CG_DIFF_CHUNK;
-	uint64_t d = 0;
-	/* Up to the first stretch's edge, whole stretches, the rest. */
-	if (c < last && k) {
-		k = k < n ? k : n;
-		d |= (uint64_t)(memcmp(a, b, k) != 0) << c++;
-	} else {
-		k = 0;
-	}
-	for (; c < last && n - k >= CG_DIFF_CHUNK; c++, k += CG_DIFF_CHUNK)
-		d |= (uint64_t)cg_differ64(a + k, b + k) << c;
-	if (k < n)
-		d |= (uint64_t)(memcmp(a + k, b + k, n - k) != 0) << (c < last ? c : last);
-	return d;
-}
-
-void cg_diff_copy(uint8_t *dst, const uint8_t *src, uint32_t n, uint64_t d)
-{
-	for (uint32_t i = cg_diff_next(d, 0, 0, n); i < n; i = cg_diff_next(d, 0, i, n)) {
-		uint32_t end = cg_diff_end(d, 0, i, n);
-		memcpy(dst + i, src + i, end - i);
-		i = end;
-	}
-}
-
 /* Copies a kernel's parameters into the arena and compares them with what
  * the graph has, in one pass; the usual sizes without a call. exp may be
- * the copy itself (nothing to compare with). Returns the differing bytes'
- * CG_DIFF bits. */
+ * the copy itself (nothing to compare with). */
 static uint64_t cg_copy_params(uint8_t *__restrict p, const struct cg_op *op, const uint8_t *exp)
 {
 	uint64_t diff = 0;
@@ -145,18 +99,16 @@ static uint64_t cg_copy_params(uint8_t *__restrict p, const struct cg_op *op, co
 				memcpy(&w, args[i], 8);
 				memcpy(p + off, &w, 8);
 				memcpy(&v, exp + off, 8);
-				if (w != v)
-					diff |= cg_diff_bits(off, 8);
+				diff |= w ^ v;
 			} else if (sz == 4) {
 				uint32_t w, v;
 				memcpy(&w, args[i], 4);
 				memcpy(p + off, &w, 4);
 				memcpy(&v, exp + off, 4);
-				if (w != v)
-					diff |= cg_diff_bits(off, 4);
-			} else if (sz) {
+				diff |= w ^ v;
+			} else {
 				memcpy(p + off, args[i], sz);
-				diff |= cg_diff_bytes(p + off, exp + off, off, sz);
+				diff |= (uint64_t)(memcmp(p + off, exp + off, sz) != 0);
 			}
 		}
 		return diff;
@@ -165,20 +117,20 @@ static uint64_t cg_copy_params(uint8_t *__restrict p, const struct cg_op *op, co
 	const void *src = op->u.k.extra ? op->u.k.extra : op->u.k.params;
 	if (src && op->nbytes) {
 		memcpy(p, src, op->nbytes);
-		diff = cg_diff_bytes(p, exp, 0, op->nbytes);
+		diff = (uint64_t)(memcmp(p, exp, op->nbytes) != 0);
 	}
 	return diff;
 }
 
 static int cg_push_kernel(struct cg_seg *s, struct cg_op *d, const struct cg_op *op, const struct cg_op *expect,
-			  uint64_t *differs)
+			  int *differs)
 {
 	uint8_t *p = cg_arena_alloc(&s->arena, op->nbytes ? op->nbytes : 1);
 	if (cg_unlikely(!p))
 		return -ENOMEM;
-	/* Another kernel's parameters are not compared: they all differ. */
+	/* Another kernel's parameters are not compared: it differs. */
 	int other = expect && !cg_op_same_kernel(op, expect);
-	uint64_t diff = cg_copy_params(p, op, expect && !other ? expect->u.k.params : p);
+	uint64_t diff = cg_copy_params(p, op, expect && !other ? expect->u.k.params : p) | (uint64_t)other;
 	d->u.k.params = p;
 	d->u.k.args = NULL;
 	d->u.k.extra = NULL;
@@ -190,12 +142,11 @@ static int cg_push_kernel(struct cg_seg *s, struct cg_op *d, const struct cg_op 
 		d->u.k.attr = a;
 	}
 	if (differs)
-		*differs = other ? CG_DIFF_ALL : diff | (expect && !cg_op_same_grid(op, expect) ? CG_DIFF_OTHER : 0);
+		*differs = diff != 0 || (expect && !cg_op_same_grid(op, expect));
 	return 0;
 }
 
-int cg_seg_push(struct cg_seg *s, const struct cg_op *op, int snapshot, const struct cg_op *expect,
-		uint64_t *differs)
+int cg_seg_push(struct cg_seg *s, const struct cg_op *op, int snapshot, const struct cg_op *expect, int *differs)
 {
 	if (cg_seg_reserve(s, 1))
 		return -ENOMEM;
@@ -216,7 +167,7 @@ int cg_seg_push(struct cg_seg *s, const struct cg_op *op, int snapshot, const st
 			d->u.cp.src = p;
 		}
 		if (differs)
-			*differs = expect && !cg_op_same_values(op, expect) ? CG_DIFF_ALL : 0;
+			*differs = expect && !cg_op_same_values(op, expect);
 	}
 	s->n++;
 	return 0;

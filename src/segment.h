@@ -48,76 +48,12 @@ static inline int cg_seg_reserve(struct cg_seg *s, size_t more)
 {
 	return cg_likely(s->n + more <= s->cap) ? 0 : cg_seg_grow(s, more);
 }
-/* What differs between an op's values and those it is compared with: bit c
- * (c < 62) for the kernel parameter bytes 64c to 64c + 63 (cgraft's bytes,
- * op.h), bit 62 for all of them from 3968 on, and CG_DIFF_OTHER for
- * anything else: the kernel, its grid, block or shared memory, another
- * kind's values. 0: the same; CG_DIFF_ALL: not known where. */
-#define CG_DIFF_CHUNK 64u
-#define CG_DIFF_CHUNKS 63u
-#define CG_DIFF_OTHER (1ull << 63)
-#define CG_DIFF_ALL (~0ull)
-/* The bits of parameter bytes [off, off + n), n > 0. */
-static inline uint64_t cg_diff_bits(uint32_t off, uint32_t n)
-{
-	uint32_t a = off / CG_DIFF_CHUNK, b = (off + n - 1) / CG_DIFF_CHUNK;
-	a = a < CG_DIFF_CHUNKS - 1 ? a : CG_DIFF_CHUNKS - 1;
-	b = b < CG_DIFF_CHUNKS - 1 ? b : CG_DIFF_CHUNKS - 1;
-	return (~0ull >> (63 - b)) & (~0ull << a) & ~CG_DIFF_OTHER;
-}
-/* The bits of [off, off + n) where a and b (n bytes each) differ. */
-uint64_t cg_diff_bytes(const uint8_t *a, const uint8_t *b, uint32_t off, uint32_t n) CG_HIDDEN;
-/* Bits c to 62 of d, those of the stretches from c on. */
-static inline uint64_t cg_diff_from(uint64_t d, uint32_t c)
-{
-	return d & (~0ull << c) & ~CG_DIFF_OTHER;
-}
-/* Where stretch c begins in [0, n) at off, past its first byte i (n where
- * it lies past n). */
-static inline uint32_t cg_diff_at(uint32_t c, uint32_t off, uint32_t n)
-{
-	uint32_t at = c * CG_DIFF_CHUNK - off;
-	return at < n ? at : n;
-}
-/* The first byte from i on, of [0, n) at off, that the bits of d name (n
- * where none): the bytes before it are the same. */
-static inline uint32_t cg_diff_next(uint64_t d, uint32_t off, uint32_t i, uint32_t n)
-{
-	if (i >= n)
-		return n;
-	uint32_t c = (off + i) / CG_DIFF_CHUNK;
-	if (c >= CG_DIFF_CHUNKS - 1)
-		return d >> (CG_DIFF_CHUNKS - 1) & 1 ? i : n;
-	uint64_t m = cg_diff_from(d, c);
-	if (!m)
-		return n;
-	uint32_t f = (uint32_t)__builtin_ctzll(m);
-	return f == c ? i : cg_diff_at(f, off, n);
-}
-/* The end of the bytes from i on (i named by d) that d names without a
- * gap: n, or where a stretch d leaves out begins. */
-static inline uint32_t cg_diff_end(uint64_t d, uint32_t off, uint32_t i, uint32_t n)
-{
-	if (d == CG_DIFF_ALL || i >= n)
-		return n;
-	uint32_t c = (off + i) / CG_DIFF_CHUNK;
-	if (c >= CG_DIFF_CHUNKS - 1)
-		return d >> (CG_DIFF_CHUNKS - 1) & 1 ? n : i;
-	uint64_t m = cg_diff_from(~d, c);
-	if (!m)
-		return n;
-	uint32_t f = (uint32_t)__builtin_ctzll(m);
-	return f == c ? i : cg_diff_at(f, off, n);
-}
-/* Copies to dst the bytes of src (n, parameter bytes from 0) that the bits
- * of d name: dst then holds src where the two differed only there. */
-void cg_diff_copy(uint8_t *dst, const uint8_t *src, uint32_t n, uint64_t d) CG_HIDDEN;
 /* Appends a copy of op. snapshot: a pageable source is copied now (the op is
  * held). expect: the op the graph has at this place; *differs is then set to
- * what of op's values differs from it (CG_DIFF_*), found in the same pass as
- * the copy. Returns 0 or -ENOMEM. */
+ * whether op's values differ from it, found in the same pass as the copy.
+ * Returns 0 or -ENOMEM. */
 int cg_seg_push(struct cg_seg *s, const struct cg_op *op, int snapshot, const struct cg_op *expect,
-		uint64_t *differs) CG_HIDDEN;
+		int *differs) CG_HIDDEN;
 /* Whether the caller's kernel parameters equal the bytes at exp, read in
  * place. Inline: every held launch compares its parameters. */
 int cg_params_equal_sized(const struct cg_op *op, const uint8_t *exp) CG_HIDDEN;
