@@ -132,14 +132,6 @@ __global__ void kFill(float *p, int n, float v) {
 }
 
 static uint32_t fbits(float f) { uint32_t u; memcpy(&u, &f, sizeof u); return u; }
-static uint64_t digest(const float *x, size_t n) {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; ++i) {
-        const uint32_t v = fbits(x[i]);
-        for (int b = 0; b < 4; ++b) { h ^= (v >> (8 * b)) & 0xff; h *= 1099511628211ull; }
-    }
-    return h;
-}
 // Warm-up to the peak, then cosine down to FLOOR x peak at the last step.
 static float lr_at(int s, double scale) {
     const double f = s < WARM ? (s + 1.0) / WARM
@@ -362,7 +354,8 @@ int main() {
         if (trap[k] != 0xA5A5A5A5u) { if (firstHit < 0) firstHit = (long)k; ++touched; }
     if (touched) failf("buffer allocated after the old workspace was freed written: %ld words, first at %ld",
                        touched, firstHit);
-    const uint64_t hd = digest(hist.data(), hist.size()), pd = digest(params.data(), params.size());
+    const uint64_t hd = fnv_bytes(hist.data(), hist.size() * sizeof(float)),
+                   pd = fnv_bytes(params.data(), params.size() * sizeof(float));
     mix(hd); mix(pd); mix((uint64_t)halvings); mix((uint64_t)touched);
     printf("cublas_training: loss %.5f -> %.5f, %d read-backs, %d halvings, %d host GEMM checks, "
            "history %016llx, parameters %016llx\n", (double)first, (double)last, reads, halvings, checks,

@@ -16,6 +16,13 @@
     printf("CUDA driver error line %d: %d: %s\n", __LINE__, (int)r_, s_); fflush(stdout); exit(2); } } while (0)
 
 static uint64_t g_hash = 1469598103934665603ull;
+// FNV-1a over n bytes: a digest of a whole array, apart from the running one.
+[[maybe_unused]] static uint64_t fnv_bytes(const void *p, size_t n) {
+    const unsigned char *b = (const unsigned char *)p;
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; ++i) { h ^= b[i]; h *= 1099511628211ull; }
+    return h;
+}
 [[maybe_unused]] static void mix(uint64_t v) { for (int b = 0; b < 8; ++b) { g_hash ^= (v >> (8 * b)) & 0xff; g_hash *= 1099511628211ull; } }
 static std::mutex g_fail_mu;
 static int g_fail = 0;
