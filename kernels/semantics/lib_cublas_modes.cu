@@ -34,9 +34,6 @@
 #include <cublas_v2.h>
 #include "order_common.cuh"
 
-#define CB(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { \
-    printf("cuBLAS error line %d: %d: %s\n", __LINE__, (int)s_, cublasGetStatusName(s_)); \
-    fflush(stdout); exit(2); } } while (0)
 
 static const int ITERS = 80, HALF = ITERS / 2;
 static const int N = 4096;                       // level-1 vectors

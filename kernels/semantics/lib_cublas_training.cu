@@ -48,9 +48,6 @@
 #include <cublas_v2.h>
 #include "order_common.cuh"
 
-#define CB(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { \
-    printf("cuBLAS error line %d: %d: %s\n", __LINE__, (int)s_, cublasGetStatusName(s_)); \
-    fflush(stdout); exit(2); } } while (0)
 
 static const int B = 256, D = 512, H = 1024, C = 10;   // batch, input, hidden, classes
 static const int OW1 = 0, OB1 = OW1 + H * D, OW2 = OB1 + H, OB2 = OW2 + C * H, NP = OB2 + C;  // flat parameters

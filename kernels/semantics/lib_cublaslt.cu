@@ -39,7 +39,7 @@
 #include <cublasLt.h>
 #include "order_common.cuh"
 
-#define CB(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { \
+#define CLT(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { \
     printf("cuBLASLt error line %d: %d: %s\n", __LINE__, (int)s_, cublasLtGetStatusName(s_)); \
     fflush(stdout); exit(2); } } while (0)
 
@@ -123,18 +123,18 @@ __global__ void kFold(const float *D1, const float *C2, const float *D3, unsigne
 
 static cublasLtMatrixLayout_t layout(uint64_t rows, uint64_t cols, int64_t ld, int32_t batch, int64_t stride) {
     cublasLtMatrixLayout_t l;
-    CB(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, rows, cols, ld));
+    CLT(cublasLtMatrixLayoutCreate(&l, CUDA_R_32F, rows, cols, ld));
     if (batch > 1) {
-        CB(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)));
-        CB(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
+        CLT(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch, sizeof(batch)));
+        CLT(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride, sizeof(stride)));
     }
     return l;
 }
 static cublasLtMatmulDesc_t mdesc(int32_t ta, int32_t tb) {
     cublasLtMatmulDesc_t d;
-    CB(cublasLtMatmulDescCreate(&d, CUBLAS_COMPUTE_32F, CUDA_R_32F));   // fp32 compute: no TF32
-    CB(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-    CB(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+    CLT(cublasLtMatmulDescCreate(&d, CUBLAS_COMPUTE_32F, CUDA_R_32F));   // fp32 compute: no TF32
+    CLT(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+    CLT(cublasLtMatmulDescSetAttribute(d, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
     return d;
 }
 static cublasLtMatmulAlgo_t heuristic(cublasLtHandle_t lt, cublasLtMatmulDesc_t d, cublasLtMatrixLayout_t a,
@@ -143,7 +143,7 @@ static cublasLtMatmulAlgo_t heuristic(cublasLtHandle_t lt, cublasLtMatmulDesc_t 
     cublasLtMatmulHeuristicResult_t r;
     memset(&r, 0, sizeof(r));
     int cnt = 0;
-    CB(cublasLtMatmulAlgoGetHeuristic(lt, d, a, b, cd, cd, pref, 1, &r, &cnt));
+    CLT(cublasLtMatmulAlgoGetHeuristic(lt, d, a, b, cd, cd, pref, 1, &r, &cnt));
     if (cnt < 1 || r.state != CUBLAS_STATUS_SUCCESS || r.workspaceSize > WS) {
         printf("no cuBLASLt algorithm for %s\n", what); fflush(stdout); exit(2);
     }
@@ -190,22 +190,22 @@ int main() {
     CK(cudaDeviceSynchronize());
 
     cublasLtHandle_t lt;
-    CB(cublasLtCreate(&lt));
+    CLT(cublasLtCreate(&lt));
     cublasLtMatmulPreference_t pref;
-    CB(cublasLtMatmulPreferenceCreate(&pref));
+    CLT(cublasLtMatmulPreferenceCreate(&pref));
     const uint64_t wsMax = WS;
-    CB(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsMax, sizeof(wsMax)));
+    CLT(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &wsMax, sizeof(wsMax)));
     // GEMM1: op(A) = A1^T (A1 stored K1 x M1), RELU_BIAS epilogue, host scalars.
     cublasLtMatmulDesc_t desc1 = mdesc(CUBLAS_OP_T, CUBLAS_OP_N);
     const uint32_t epi = CUBLASLT_EPILOGUE_RELU_BIAS;
-    CB(cublasLtMatmulDescSetAttribute(desc1, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
+    CLT(cublasLtMatmulDescSetAttribute(desc1, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof(epi)));
     const void *bp0 = dBias[0];
-    CB(cublasLtMatmulDescSetAttribute(desc1, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp0, sizeof(bp0)));
+    CLT(cublasLtMatmulDescSetAttribute(desc1, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp0, sizeof(bp0)));
     cublasLtMatrixLayout_t lA1 = layout(K1, M1, K1, 1, 0), lB1 = layout(K1, N1, K1, 1, 0), lD1 = layout(M1, N1, M1, 1, 0);
     // GEMM2: op(B) = B2^T (B2 stored N2 x K2), alpha/beta in device memory, C == D.
     cublasLtMatmulDesc_t desc2 = mdesc(CUBLAS_OP_N, CUBLAS_OP_T);
     const int32_t pmDev = CUBLASLT_POINTER_MODE_DEVICE;
-    CB(cublasLtMatmulDescSetAttribute(desc2, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pmDev, sizeof(pmDev)));
+    CLT(cublasLtMatmulDescSetAttribute(desc2, CUBLASLT_MATMUL_DESC_POINTER_MODE, &pmDev, sizeof(pmDev)));
     cublasLtMatrixLayout_t lA2 = layout(M2, K2, M2, 1, 0), lB2 = layout(N2, K2, N2, 1, 0), lC2 = layout(M2, N2, M2, 1, 0);
     // GEMM3: strided batch, padded, host scalars (the default pointer mode).
     cublasLtMatmulDesc_t desc3 = mdesc(CUBLAS_OP_N, CUBLAS_OP_N);
@@ -239,7 +239,7 @@ int main() {
         CK(cudaStreamWaitEvent(Y, evFork, 0));
         kParams<<<1, 1, 0, Y>>>(dP, dC2, seed);
         CK(cudaGetLastError());
-        CB(cublasLtMatmul(lt, desc2, dP + 0, dA2, lA2, dB2, lB2, dP + 1, dC2, lC2, dC2, lC2, &algo2,
+        CLT(cublasLtMatmul(lt, desc2, dP + 0, dA2, lA2, dB2, lB2, dP + 1, dC2, lC2, dC2, lC2, &algo2,
                           dWs[ys][ph], WS, Y));
         kPoison<<<1, 1, 0, Y>>>(dP);
         CK(cudaGetLastError());
@@ -247,13 +247,13 @@ int main() {
         kBias<<<1, 128, 0, X>>>(dBias[i & 1], dBias[(i & 1) ^ 1], seed);
         CK(cudaGetLastError());
         const void *bp = dBias[i & 1];
-        CB(cublasLtMatmulDescSetAttribute(desc1, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof(bp)));
+        CLT(cublasLtMatmulDescSetAttribute(desc1, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bp, sizeof(bp)));
         g_hs[0] = (float)alpha1_of(seed); g_hs[1] = 0.f;
-        CB(cublasLtMatmul(lt, desc1, &g_hs[0], dA1, lA1, dB1, lB1, &g_hs[1], dD1, lD1, dD1, lD1, &algo1,
+        CLT(cublasLtMatmul(lt, desc1, &g_hs[0], dA1, lA1, dB1, lB1, &g_hs[1], dD1, lD1, dD1, lD1, &algo1,
                           dWs[xs][ph], WS, X));
         g_hs[0] = g_hs[1] = NAN;   // host-mode scalars are read by the call itself
         g_hs[2] = (float)pick4(hsh(seed, 0xA3u)); g_hs[3] = (float)pick4(hsh(seed, 0xB3u));
-        CB(cublasLtMatmul(lt, desc3, &g_hs[2], dA3, lA3, dB3, lB3, &g_hs[3], dC3, lD3, dD3, lD3, &algo3,
+        CLT(cublasLtMatmul(lt, desc3, &g_hs[2], dA3, lA3, dB3, lB3, &g_hs[3], dC3, lD3, dD3, lD3, &algo3,
                           dWs[xs][ph], WS, X));
         g_hs[2] = g_hs[3] = NAN;
         CK(cudaEventRecord(evX, X));
@@ -354,11 +354,11 @@ int main() {
         mix((uint64_t)touched);
     }
 
-    CB(cublasLtMatmulPreferenceDestroy(pref));
+    CLT(cublasLtMatmulPreferenceDestroy(pref));
     cublasLtMatrixLayout_t lays[] = {lA1, lB1, lD1, lA2, lB2, lC2, lA3, lB3, lD3};
-    for (cublasLtMatrixLayout_t l : lays) CB(cublasLtMatrixLayoutDestroy(l));
-    CB(cublasLtMatmulDescDestroy(desc1)); CB(cublasLtMatmulDescDestroy(desc2)); CB(cublasLtMatmulDescDestroy(desc3));
-    CB(cublasLtDestroy(lt));
+    for (cublasLtMatrixLayout_t l : lays) CLT(cublasLtMatrixLayoutDestroy(l));
+    CLT(cublasLtMatmulDescDestroy(desc1)); CLT(cublasLtMatmulDescDestroy(desc2)); CLT(cublasLtMatmulDescDestroy(desc3));
+    CLT(cublasLtDestroy(lt));
     CK(cudaEventDestroy(evFork)); CK(cudaEventDestroy(evX)); CK(cudaEventDestroy(evEnd));
     CK(cudaStreamDestroy(S[0])); CK(cudaStreamDestroy(S[1]));
     float *fr[] = {dA1, dB1, dD1, dA2, dB2, dC2, dA3, dB3, dC3, dD3, dBias[0], dBias[1], dP};

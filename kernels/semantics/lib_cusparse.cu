@@ -52,9 +52,6 @@
 #include <cusparse.h>
 #include "order_common.cuh"
 
-#define CB(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { \
-    printf("cuBLAS error line %d: %d: %s\n", __LINE__, (int)s_, cublasGetStatusName(s_)); \
-    fflush(stdout); exit(2); } } while (0)
 #define CSP(x) do { cusparseStatus_t s_ = (x); if (s_ != CUSPARSE_STATUS_SUCCESS) { \
     printf("cuSPARSE error line %d: %d: %s\n", __LINE__, (int)s_, cusparseGetErrorName(s_)); \
     fflush(stdout); exit(2); } } while (0)

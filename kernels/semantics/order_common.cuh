@@ -12,6 +12,11 @@
 #define CK(x) do { cudaError_t e_ = (x); if (e_ != cudaSuccess) { \
     printf("CUDA error line %d: %s: %s\n", __LINE__, cudaGetErrorName(e_), cudaGetErrorString(e_)); \
     fflush(stdout); exit(2); } } while (0)
+// A cuBLAS call checked (the programs that link cuBLAS; lib_cublaslt checks
+// cuBLASLt's own status names with CLT).
+#define CB(x) do { cublasStatus_t s_ = (x); if (s_ != CUBLAS_STATUS_SUCCESS) { \
+    printf("cuBLAS error line %d: %d: %s\n", __LINE__, (int)s_, cublasGetStatusName(s_)); \
+    fflush(stdout); exit(2); } } while (0)
 #define CU(x) do { CUresult r_ = (x); if (r_ != CUDA_SUCCESS) { const char *s_ = "?"; cuGetErrorString(r_, &s_); \
     printf("CUDA driver error line %d: %d: %s\n", __LINE__, (int)r_, s_); fflush(stdout); exit(2); } } while (0)
 
