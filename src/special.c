@@ -614,12 +614,12 @@ void cg_pre_cuMemFree_v2(int entry, int pt, CUdeviceptr p)
 }
 
 /* A free in stream order, or an unmap: not held, so it ends the segment as
- * a call not modelled does; then what names the memory goes, as after a
- * free (n: the range, where the call says it). */
+ * a call not modelled does, counted as such a free; then what names the
+ * memory goes, as after a free (n: the range, where the call says it). */
 static void cg_freed_unheld(int entry, const void *p, size_t n)
 {
 	if (cg_on())
-		cg_engine_boundary(entry, CG_K_BND, CG_WHY_UNSUPPORTED_API);
+		cg_engine_boundary(entry, CG_K_BND, CG_WHY_FREE_UNHELD);
 	if (!p)
 		return;
 	size_t noted = 0;
@@ -642,7 +642,7 @@ int cg_wait_cuMemFreeAsync(int entry, int pt, CUdeviceptr p, CUstream s)
 	}
 	int rc = cg_engine_free_async(a, n, cg_stream_explicit(s, pt));
 	if (rc < 0) {
-		cg_engine_boundary(entry, CG_K_BND, CG_WHY_UNSUPPORTED_API);
+		cg_engine_boundary(entry, CG_K_BND, CG_WHY_FREE_UNHELD);
 		cg_engine_memory_freed(a, n, 0);
 	}
 	return rc > 0;

@@ -32,6 +32,7 @@ enum cg_reason {
 	CG_WHY_UNSEEN_LAUNCH,     /* a kernel launched so for the first time, where a node has another */
 	CG_WHY_MEMORY_WAIT,       /* a graph over streams, one of which may wait for memory */
 	CG_WHY_FREED_UNLAUNCHED,  /* a graph went before its first launch, memory it names freed */
+	CG_WHY_FREE_UNHELD,       /* a free in stream order, or an unmap, not held behind held work */
 	CG_WHY_COUNT
 };
 
