@@ -11,6 +11,13 @@
 static struct cg_backend cg_real_bk;
 struct cg_hot cg_hot __attribute__((aligned(64))) = { .bk = &cg_real_bk };
 static pthread_once_t cg_bk_once = PTHREAD_ONCE_INIT;
+
+/* cg_hot's copy of the table's cuCtxGetCurrent. */
+static void cg_hot_ctx_from(const struct cg_backend *bk)
+{
+	_Static_assert(sizeof(struct cg_hot) <= 64, "cg_hot is one cache line");
+	cg_hot.ctx_get_current = (void *)bk->ctx_get_current;
+}
 static int cg_bk_state; /* 1 found, -1 not */
 
 /* glibc's own dlsym: the exported one is cgraft's. */
@@ -103,14 +110,17 @@ int cg_backend_ready_slow(void)
 	if (cg_hot.bk != &cg_real_bk)
 		return 0;
 	pthread_once(&cg_bk_once, cg_backend_find);
-	if (cg_bk_state > 0)
+	if (cg_bk_state > 0) {
+		cg_hot_ctx_from(&cg_real_bk);
 		atomic_store(&cg_hot.backend_ok, 1);
+	}
 	return cg_bk_state > 0 ? 0 : -ENOENT;
 }
 
 void cg_backend_set(const struct cg_backend *bk)
 {
 	cg_hot.bk = bk ? bk : &cg_real_bk;
+	cg_hot_ctx_from(cg_hot.bk);
 	atomic_store(&cg_hot.backend_ok, bk != NULL);
 }
 

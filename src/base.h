@@ -36,6 +36,9 @@ struct cg_hot {
 	atomic_int backend_ok; /* cg_backend_ready() */
 	/* The backend's table in use; valid once cg_backend_ready() returned 0. */
 	const struct cg_backend *bk;
+	/* Its cuCtxGetCurrent, which every held op calls (cg_op_finish): here,
+	 * not a line of the table away. Set before backend_ok. */
+	void *ctx_get_current; /* a PFN_cuCtxGetCurrent_v4000 */
 };
 extern struct cg_hot cg_hot CG_HIDDEN;
 

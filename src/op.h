@@ -362,7 +362,8 @@ int cg_op_kernel_info(struct cg_op *op, enum cg_reason *why) CG_HIDDEN;
 static inline __attribute__((always_inline)) int cg_op_finish(struct cg_op *op, enum cg_reason *why)
 {
 	CUcontext ctx = NULL;
-	if (cg_unlikely(cg_hot.bk->ctx_get_current(&ctx) != CUDA_SUCCESS || !ctx)) {
+	PFN_cuCtxGetCurrent_v4000 get = (PFN_cuCtxGetCurrent_v4000)cg_hot.ctx_get_current;
+	if (cg_unlikely(get(&ctx) != CUDA_SUCCESS || !ctx)) {
 		*why = CG_WHY_DEVICE;
 		return -ENOTSUP;
 	}
