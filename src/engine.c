@@ -82,7 +82,10 @@ static struct {
 	const void *owner;           /* the owning thread's cg_self token */
 	CUcontext ctx;               /* of the run and the held work */
 	size_t fast_upto;            /* held ops before it may take the fast path (cg_fast_limit) */
-	uint64_t nfast;              /* ops the fast path held, not yet in cg_stats */
+	uint32_t nfast;              /* ops the fast path held, not yet in cg_stats */
+	/* expect_src's ops, for the fast path, which reads no line of the
+	 * template (0 where more than fit: the slow path takes them). */
+	uint32_t expect_n;
 	struct cg_tmpl *expect_src;  /* the template dirty[] was found against */
 	const struct cg_op *expect_vals; /* its values the launch is expected to carry */
 	/* The deferral: held ops, which differ from what the graph expects,
@@ -1545,14 +1548,14 @@ static __attribute__((noinline)) void cg_fast_complete(struct cg_tmpl *t)
 	}
 }
 
-/* The fast path holds op pos of t, the only candidate (written out or
- * left implicit): counted in cg_stats when the held work ends; t's last
- * launches the graph. 1: held. */
+/* The fast path holds op pos of t, the only candidate and expect_src
+ * (written out or left implicit): counted in cg_stats when the held work
+ * ends; t's last launches the graph. 1: held. */
 static inline __attribute__((always_inline)) int cg_fast_hold_at(struct cg_tmpl *t, size_t pos)
 {
 	E.nfast++;
 	E.held.n = pos + 1;
-	if (cg_unlikely(pos + 1 == t->n))
+	if (cg_unlikely(pos + 1 == E.expect_n))
 		cg_fast_complete(t);
 	return 1;
 }
@@ -1601,7 +1604,7 @@ static inline __attribute__((always_inline)) int cg_hold_fast(struct cg_op *op)
 	size_t pos = E.held.n;
 	/* expect_src is lazy_src wherever set; room for t's ops is made when
 	 * it starts (cg_try_start). */
-	if (pos >= t->n || t != E.expect_src)
+	if (t != E.expect_src || pos >= E.expect_n)
 		return 0;
 	if (cg_unlikely(op->kind != CG_OP_KERNEL))
 		return cg_hold_event(op, t, pos);
@@ -1689,6 +1692,7 @@ static int cg_try_start(struct cg_op *op, struct cg_wait *wait)
 	memset(E.lazy, 1, E.cand[0]->n);
 	memset(E.dirty, 0, E.cand[0]->n);
 	E.expect_src = E.cand[0];
+	E.expect_n = E.cand[0]->n <= UINT32_MAX ? (uint32_t)E.cand[0]->n : 0;
 	E.expect_vals = cg_graph_expect(E.cand[0], 0);
 	E.lazy_src = E.cand[0];
 	E.timing = cg_tmpl_wants_timing(E.cand[0]);
