@@ -12,13 +12,14 @@ static struct cg_backend cg_real_bk;
 struct cg_hot cg_hot __attribute__((aligned(64))) = { .bk = &cg_real_bk };
 static pthread_once_t cg_bk_once = PTHREAD_ONCE_INIT;
 
+static int cg_bk_state; /* 1 found, -1 not */
+
 /* cg_hot's copy of the table's cuCtxGetCurrent. */
 static void cg_hot_ctx_from(const struct cg_backend *bk)
 {
 	_Static_assert(sizeof(struct cg_hot) <= 64, "cg_hot is one cache line");
 	cg_hot.ctx_get_current = (void *)bk->ctx_get_current;
 }
-static int cg_bk_state; /* 1 found, -1 not */
 
 /* glibc's own dlsym: the exported one is cgraft's. */
 void *(*cg_real_dlsym_v234)(void *, const char *) CG_HIDDEN;
