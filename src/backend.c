@@ -11,7 +11,6 @@
 static struct cg_backend cg_real_bk;
 struct cg_hot cg_hot __attribute__((aligned(64))) = { .bk = &cg_real_bk };
 static pthread_once_t cg_bk_once = PTHREAD_ONCE_INIT;
-
 static int cg_bk_state; /* 1 found, -1 not */
 
 /* cg_hot's copy of the table's cuCtxGetCurrent. */
