@@ -1532,9 +1532,6 @@ static int cg_defer_push(struct cg_op *op, struct cg_wait *wait)
 _Static_assert(offsetof(struct cg_op, u.k.zero) + 2 - offsetof(struct cg_op, u.k.grid) == 32 &&
 		       offsetof(struct cg_op, flags) == 1,
 	       "grid, block, shmem, nattr, how and zero lie side by side; kind and flags too");
-_Static_assert(offsetof(struct cg_op, stream) + 8 <= 64 && offsetof(struct cg_op, u.k.grid) + 32 <= 64 &&
-		       offsetof(struct cg_op, u.k.ki) + 8 <= 64 && offsetof(struct cg_op, u.k.params) + 8 <= 64,
-	       "what a held launch compares lies in an op's first 64 bytes");
 
 /* The held ops are all of t's: launch it. */
 static __attribute__((noinline)) void cg_fast_complete(struct cg_tmpl *t)
@@ -1614,12 +1611,11 @@ static inline __attribute__((always_inline)) int cg_hold_fast(struct cg_op *op)
 	/* What the graph's node has: the template's shape, and a kernel of its
 	 * own where the launch is a value (cg_op_kernel_is_value). Its kind and
 	 * flags (op's kind is a kernel), then the grid, block and shared memory,
-	 * attribute count and key kind: no attributes. Its key is its layout's,
-	 * whose line the parameters' comparison reads (not v's second line). */
+	 * attribute count and key kind: no attributes */
 	const struct cg_op *v = &E.expect_vals[pos];
 	uint16_t xa, oa;
 	memcpy(&xa, v, 2), memcpy(&oa, op, 2);
-	if (xa != oa || v->stream != op->stream || !op->u.k.args || op->u.k.nattr || v->u.k.ki->key != op->u.k.key)
+	if (xa != oa || v->u.k.key != op->u.k.key || v->stream != op->stream || !op->u.k.args || op->u.k.nattr)
 		return 0;
 	uint64_t d = 0;
 	for (int i = 0; i < 4; i++) {

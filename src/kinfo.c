@@ -102,12 +102,9 @@ static struct cg_kinfo *cg_kinfo_learn(const void *key, enum cg_kkey how)
 	} else if (cg_learn_sizes(h, 1, sizes, offs, &n)) {
 		return NULL;
 	}
-	/* On a line of its own: a held launch reads its first 64 bytes. */
-	size_t bytes = (sizeof(struct cg_kinfo) + 2 * n * sizeof(uint32_t) + 63) & ~(size_t)63;
-	struct cg_kinfo *ki = aligned_alloc(64, bytes);
+	struct cg_kinfo *ki = calloc(1, sizeof *ki + 2 * n * sizeof(uint32_t));
 	if (!ki)
 		return NULL;
-	memset(ki, 0, bytes);
 	ki->key = key;
 	ki->handle = h;
 	ki->nparams = n;

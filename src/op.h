@@ -77,32 +77,35 @@ struct cg_kinfo {
 /* Stream handles are explicit: NULL becomes CU_STREAM_LEGACY or, through a
  * per-thread entry point, CU_STREAM_PER_THREAD. */
 struct cg_op {
-	/* What a held launch compares (cg_hold_fast) comes first, in the
-	 * first 64 bytes: kind and flags, the stream, a kernel's launch, its
-	 * layout (whose key is the op's) and parameters. */
 	uint8_t kind;
 	uint8_t flags;
 	uint16_t entry;        /* enum cg_entry it came in through */
 	uint32_t nbytes;       /* kernel parameter bytes */
+	uint64_t shape;        /* cg_op_shape_hash(), set by cg_op_finish() */
+	/* The call in flight, for the engine: when it entered, which run it
+	 * belongs to, and for a held read-back the result of the wait. */
+	uint64_t t0, run_id;
+	int status;
+	CUcontext ctx;
 	CUstream stream;
 	union {
 		struct {
+			/* What the program names the kernel by, and how; its
+			 * layout is found by the engine (cg_op_kernel_info), or
+			 * taken from the op it matches. */
+			const void *key;
+			void **args;                   /* caller's, valid during the call */
 			uint32_t grid[3], block[3];
 			uint32_t shmem;
 			/* after shmem, read with grid, block and shmem as 32
 			 * bytes (engine.c): zero kept 0 */
 			uint8_t nattr, how;
 			uint16_t zero;
-			const struct cg_kinfo *ki;     /* its key is key */
-			const uint8_t *params;         /* cgraft's copy */
-			/* What the program names the kernel by, and how; its
-			 * layout is found by the engine (cg_op_kernel_info), or
-			 * taken from the op it matches. */
-			const void *key;
-			void **args;                   /* caller's, valid during the call */
+			const struct cg_kinfo *ki;
 			const CUlaunchAttribute *attr; /* caller's, then cgraft's copy */
 			void **extra_opts;             /* caller's driver "extra" options */
 			const void *extra;             /* caller's packed buffer */
+			const uint8_t *params;         /* cgraft's copy */
 		} k;
 		struct {
 			/* A linear 3D copy: width bytes by height rows by depth slices. */
@@ -136,12 +139,6 @@ struct cg_op {
 			uint8_t fn;                 /* enum cg_nccl_fn */
 		} nc;
 	} u;
-	uint64_t shape;        /* cg_op_shape_hash(), set by cg_op_finish() */
-	/* The call in flight, for the engine: when it entered, which run it
-	 * belongs to, and for a held read-back the result of the wait. */
-	uint64_t t0, run_id;
-	int status;
-	CUcontext ctx;
 };
 
 /* ---- kernel layouts (kinfo.c) ------------------------------------------ */

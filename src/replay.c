@@ -548,24 +548,18 @@ static int cg_make_events(struct cg_graph *g, const struct cg_tmpl *t)
 /* v's values: a copy of the n ops from, its own parameter bytes with them. */
 static int cg_vals_alloc(struct cg_variant *v, size_t n, const struct cg_op *from)
 {
-	/* Parameters of up to 64 bytes lie on one cache line, which a held
-	 * launch compares (cg_hold_fast): room to move each up to the next. */
 	size_t pb = 0;
 	for (size_t i = 0; i < n; i++)
 		if (from[i].kind == CG_OP_KERNEL)
-			pb += ((from[i].nbytes + 15) & ~(size_t)15) + (from[i].nbytes <= 64 ? 48 : 0);
-	v->vals = malloc(n * (sizeof *v->vals + sizeof *v->vh) + 15 + pb + 1);
+			pb += (from[i].nbytes + 15) & ~(size_t)15;
+	v->vals = malloc(n * (sizeof *v->vals + sizeof *v->vh) + pb + 1);
 	if (!v->vals)
 		return -ENOMEM;
 	v->vh = (uint64_t *)(v->vals + n);
-	uint8_t *p = (uint8_t *)(((uintptr_t)(v->vh + n) + 15) & ~(uintptr_t)15);
+	uint8_t *p = (uint8_t *)(v->vh + n);
 	memcpy(v->vals, from, n * sizeof *from);
 	for (size_t i = 0; i < n; i++) {
 		if (from[i].kind == CG_OP_KERNEL) {
-			/* p is 16-byte aligned: at most 48 bytes to the next line. */
-			size_t at = (uintptr_t)p & 63;
-			if (from[i].nbytes <= 64 && at + from[i].nbytes > 64)
-				p += 64 - at;
 			memcpy(p, from[i].u.k.params, from[i].nbytes);
 			v->vals[i].u.k.params = p;
 			p += (from[i].nbytes + 15) & ~(size_t)15;
