@@ -641,10 +641,8 @@ int cg_wait_cuMemFreeAsync(int entry, int pt, CUdeviceptr p, CUstream s)
 		return 0;
 	}
 	int rc = cg_engine_free_async(a, n, cg_stream_explicit(s, pt));
-	if (rc < 0) {
-		cg_engine_boundary(entry, CG_K_BND, CG_WHY_FREE_UNHELD);
-		cg_engine_memory_freed(a, n, 0);
-	}
+	if (rc < 0)
+		cg_freed_unheld(entry, a, n);
 	return rc > 0;
 }
 
