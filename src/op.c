@@ -907,6 +907,78 @@ int cg_op_from_rt_host_func(struct cg_op *op, int pt, enum cg_reason *why, cudaS
 	return fn ? 0 : -EINVAL;
 }
 
+/* A stream callback is a host function: cg_callback_run calls it with its
+ * stream and success, as a host node runs where the callback would have
+ * (and, as a callback, before the stream's later work). The three values a
+ * node's function takes one pointer to are kept for good, once each, so
+ * that the same callback is the same host op at every iteration and a node
+ * may run it long after the call. */
+#define CG_CALLBACKS 4096
+static struct cg_callback {
+	void *cb; /* cudaStreamCallback_t (rt) or CUstreamCallback */
+	CUstream s;
+	void *data;
+	int rt;
+} cg_callbacks[CG_CALLBACKS];
+static pthread_mutex_t cg_callbacks_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void CUDA_CB cg_callback_run(void *p)
+{
+	const struct cg_callback *c = p;
+	if (c->rt)
+		((cudaStreamCallback_t)c->cb)((cudaStream_t)c->s, cudaSuccess, c->data);
+	else
+		((CUstreamCallback)c->cb)(c->s, CUDA_SUCCESS, c->data);
+}
+
+/* The kept entry of (cb, s, data, rt), made if new; NULL when all are taken. */
+static struct cg_callback *cg_callback_keep(void *cb, CUstream s, void *data, int rt)
+{
+	uint64_t h = ((uint64_t)(uintptr_t)cb * 31 + (uint64_t)(uintptr_t)s) * 31 + (uint64_t)(uintptr_t)data;
+	size_t i = (size_t)((h * 0x9E3779B97F4A7C15ull) >> 52) & (CG_CALLBACKS - 1);
+	struct cg_callback *c = NULL;
+	pthread_mutex_lock(&cg_callbacks_lock);
+	for (size_t n = 0; n < CG_CALLBACKS; n++, i = (i + 1) & (CG_CALLBACKS - 1)) {
+		struct cg_callback *e = &cg_callbacks[i];
+		if (!e->cb)
+			*e = (struct cg_callback){ cb, s, data, rt };
+		if (e->cb == cb && e->s == s && e->data == data && e->rt == rt) {
+			c = e;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&cg_callbacks_lock);
+	return c;
+}
+
+static int cg_op_callback(struct cg_op *op, int pt, enum cg_reason *why, CUstream s, void *cb, void *data,
+			  unsigned int flags, int rt)
+{
+	cg_op_init(op, CG_OP_HOST, pt, s);
+	if (!cb || flags)
+		return -EINVAL; /* the call refuses them */
+	struct cg_callback *c = cg_callback_keep(cb, s, data, rt);
+	if (!c) {
+		*why = CG_WHY_CALLBACKS;
+		return -ENOTSUP;
+	}
+	op->u.host.fn = cg_callback_run;
+	op->u.host.data = c;
+	return 0;
+}
+
+int cg_op_from_rt_stream_callback(struct cg_op *op, int pt, enum cg_reason *why, cudaStream_t s,
+				  cudaStreamCallback_t cb, void *data, unsigned int flags)
+{
+	return cg_op_callback(op, pt, why, (CUstream)s, (void *)cb, data, flags, 1);
+}
+
+int cg_op_from_cuStreamAddCallback(struct cg_op *op, int pt, enum cg_reason *why, CUstream s, CUstreamCallback cb,
+				   void *data, unsigned int flags)
+{
+	return cg_op_callback(op, pt, why, s, (void *)cb, data, flags, 0);
+}
+
 int cg_op_from_cuEventRecord(struct cg_op *op, int pt, enum cg_reason *why, CUevent e, CUstream s)
 {
 	return cg_op_from_rt_event_record(op, pt, why, (cudaEvent_t)e, (cudaStream_t)s);

@@ -261,6 +261,7 @@ CG_OPFROM(rt_event_record, cudaEvent_t e, cudaStream_t s);
 CG_OPFROM(rt_event_record_flags, cudaEvent_t e, cudaStream_t s, unsigned int flags);
 CG_OPFROM(rt_stream_wait, cudaStream_t s, cudaEvent_t e, unsigned int flags);
 CG_OPFROM(rt_host_func, cudaStream_t s, cudaHostFn_t fn, void *data);
+CG_OPFROM(rt_stream_callback, cudaStream_t s, cudaStreamCallback_t cb, void *data, unsigned int flags);
 
 CG_OPFROM(cuLaunchKernel, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
 	  unsigned bz, unsigned shmem, CUstream s, void **params, void **extra);
@@ -299,6 +300,7 @@ CG_OPFROM(cuEventRecord, CUevent e, CUstream s);
 CG_OPFROM(cuEventRecordWithFlags, CUevent e, CUstream s, unsigned int flags);
 CG_OPFROM(cuStreamWaitEvent, CUstream s, CUevent e, unsigned int flags);
 CG_OPFROM(cuLaunchHostFunc, CUstream s, CUhostFn fn, void *data);
+CG_OPFROM(cuStreamAddCallback, CUstream s, CUstreamCallback cb, void *data, unsigned int flags);
 /* Communicators went away: their handles may come back as others. */
 void cg_op_nccl_forget(void) CG_HIDDEN;
 /* Whether a communicator's calls are not held (CGRAFT_NCCL=1): used from

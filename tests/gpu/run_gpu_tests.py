@@ -74,7 +74,7 @@ SEMANTIC_CASES = [
                 "pool_bounded reset_reinit symbols vmm_remap"),
         ("order", "capture_threads contexts device_launch device_printf drv_mix error_codes event_chains "
                   "graph_features handle_lifetimes host_func ipc_child launch_events launch_ex launch_shapes "
-                  "legacy_stream own_graph pipeline_chunks poll_spin ptds_threads shared_stream stream_memops thread_sync"),
+                  "legacy_stream own_graph pipeline_chunks poll_spin ptds_threads shared_stream stream_callback stream_memops thread_sync"),
         ("lib", "cublas_modes cublas_training cublaslt curand_fft cusolver cusparse thrust_cub"),
     )
     for name in names.split()

@@ -347,6 +347,58 @@ static void test_events_and_host(void **state)
 	assert_int_equal(why, CG_WHY_EVENT_FLAGS);
 }
 
+static void ut_rt_cb(cudaStream_t s, cudaError_t st, void *p)
+{
+	(void)s, (void)st, (void)p;
+}
+
+static void ut_drv_cb(CUstream s, CUresult st, void *p)
+{
+	(void)s, (void)st, (void)p;
+}
+
+/* A stream callback is a host op whose data is kept once for each
+ * callback, stream and data: the same call is the same op at every
+ * iteration, another one another op; past the table, not held. */
+static void test_stream_callback(void **state)
+{
+	(void)state;
+	enum cg_reason why = CG_WHY_COUNT;
+	struct cg_op a, b, c, d;
+	assert_int_equal(cg_op_from_rt_stream_callback(&a, 0, &why, (cudaStream_t)UT_STREAM(1), ut_rt_cb,
+							(void *)1, 0), 0);
+	ut_shaped(ut_finish(&a));
+	assert_int_equal(cg_op_from_rt_stream_callback(&b, 0, &why, (cudaStream_t)UT_STREAM(1), ut_rt_cb,
+							(void *)1, 0), 0);
+	ut_shaped(ut_finish(&b));
+	assert_int_equal(a.kind, CG_OP_HOST);
+	assert_true(cg_op_same_shape(&a, &b));
+	assert_true(cg_op_same_values(&a, &b));
+	assert_ptr_equal(a.u.host.data, b.u.host.data);
+	assert_int_equal(cg_op_from_rt_stream_callback(&c, 0, &why, (cudaStream_t)UT_STREAM(1), ut_rt_cb,
+							(void *)2, 0), 0);
+	ut_shaped(ut_finish(&c));
+	assert_false(cg_op_same_values(&a, &c));
+	assert_int_equal(cg_op_from_cuStreamAddCallback(&d, 0, &why, UT_STREAM(1), ut_drv_cb, (void *)1, 0), 0);
+	ut_shaped(ut_finish(&d));
+	assert_false(cg_op_same_values(&a, &d));
+	/* On another stream: the callback is given that stream. */
+	assert_int_equal(cg_op_from_cuStreamAddCallback(&c, 0, &why, UT_STREAM(2), ut_drv_cb, (void *)1, 0), 0);
+	assert_ptr_not_equal(c.u.host.data, d.u.host.data);
+	/* Flags the call refuses, and no callback. */
+	assert_int_equal(cg_op_from_rt_stream_callback(&d, 0, &why, NULL, ut_rt_cb, NULL, 1), -EINVAL);
+	assert_int_equal(cg_op_from_cuStreamAddCallback(&d, 0, &why, NULL, NULL, NULL, 0), -EINVAL);
+	/* The table full: the kept ones still are, new ones are not held. */
+	int full = 0;
+	for (uintptr_t i = 3; i < 5000 && !full; i++)
+		full = cg_op_from_rt_stream_callback(&d, 0, &why, NULL, ut_rt_cb, (void *)i, 0) != 0;
+	assert_true(full);
+	assert_int_equal(why, CG_WHY_CALLBACKS);
+	assert_int_equal(cg_op_from_rt_stream_callback(&b, 0, &why, (cudaStream_t)UT_STREAM(1), ut_rt_cb,
+							(void *)1, 0), 0);
+	assert_ptr_equal(a.u.host.data, b.u.host.data);
+}
+
 /* Without a current context an op is not held. */
 static void test_finish_needs_context(void **state)
 {
@@ -560,6 +612,7 @@ int main(void)
 		cmocka_unit_test_setup(test_driver_launch, setup),
 		cmocka_unit_test_setup(test_submit, setup),
 		cmocka_unit_test(test_host_memory_at_any_offset),
+		cmocka_unit_test(test_stream_callback),
 		cmocka_unit_test(test_graphics_interop_ends_segments),
 	};
 	return cmocka_run_group_tests_name("op", tests, NULL, NULL);
