@@ -1,9 +1,10 @@
 /* Scenario: a step learnt in two pieces that later launch back to back. For
- * its first WARM steps a host callback (a call cgraft does not model, as a
- * warm-up's logging) comes between the step's first part A and its second
- * part B, and a sync after B, so A and B are learnt as two stretches; then
- * the callbacks stop, and blocks of eight steps end in a sync. From there the two pieces launch
- * one right after the other at every step, with nothing between: they
+ * its first WARM steps a query of the stream (a call after which the host
+ * may look at the work, as a warm-up's progress check) comes between the
+ * step's first part A and its second part B, and a sync after B, so A and B
+ * are learnt as two stretches; then the queries stop, and blocks of eight
+ * steps end in a sync. From there the two pieces launch one right after the
+ * other at every step, with nothing between: they
  * become one graph of both, one launch a step rather than two. With "gap",
  * the host works on its own for 3 ms after A, and every step ends in a sync:
  * the pieces stay apart, A's graph launched before the host's gap rather
@@ -11,13 +12,6 @@
  * its middle from step 40 on: the graph of both no longer matches past A,
  * and goes, so that B's new form is learnt and replayed after A's graph. */
 #include "common.h"
-
-static void CUDART_CB cb(cudaStream_t s, cudaError_t st, void *p)
-{
-    (void)s;
-    (void)st;
-    (void)p;
-}
 
 int main(int argc, char **argv)
 {
@@ -33,7 +27,7 @@ int main(int argc, char **argv)
             sq(s, x, N);
         }
         if (it < WARM)
-            CK(cudaStreamAddCallback(s, cb, NULL, 0));
+            (void)cudaStreamQuery(s); /* ready or not: either ends held work */
         else if (gap)
             host_work(3000);
         for (int k = 0; k < B; k++) {
