@@ -4,7 +4,9 @@
 // callback reads what the copy just before it brought back into pinned
 // memory; the driver's logs one of three tags. Each must run exactly once,
 // in stream order, after the work before it and before the work after it,
-// given its stream and success. A sync every 16 iterations.
+// given its stream and success. A sync every 16 iterations. Then the same
+// on the legacy stream (NULL): the stream each callback is given there is
+// printed, as bare, and must be the same at every iteration.
 #include <cstdint>
 #include <cstdio>
 #include <vector>
@@ -34,6 +36,13 @@ static void CUDART_CB rtCb(cudaStream_t s, cudaError_t status, void *p) {
 }
 static void CUDA_CB drvCb(CUstream s, CUresult status, void *p) {
     g_log.push_back((CUstream)g_s == s && status == CUDA_SUCCESS ? *(const unsigned *)p : 0xbeefull);
+}
+static std::vector<uint64_t> g_null;
+static void CUDART_CB rtNullCb(cudaStream_t s, cudaError_t status, void *) {
+    g_null.push_back(status == cudaSuccess ? (uint64_t)(uintptr_t)s : 0xdeadull);
+}
+static void CUDA_CB drvNullCb(CUstream s, CUresult status, void *) {
+    g_null.push_back(status == CUDA_SUCCESS ? (uint64_t)(uintptr_t)s ^ 0x100000000ull : 0xbeefull);
 }
 
 int main() {
@@ -79,6 +88,29 @@ int main() {
     std::vector<unsigned> got(N);
     CK(cudaMemcpy(got.data(), acc, N * 4, cudaMemcpyDeviceToHost));
     check_acc(ITERS, got.data(), ref.data(), N);
+
+    // the legacy stream
+    CK(cudaMemset(acc, 0, N * 4));
+    for (int i = 0; i < 64; ++i) {
+        kStep<<<GRID, TPB>>>(acc, hsh(7u, (unsigned)(i % 2)));
+        CK(cudaGetLastError());
+        CK(cudaStreamAddCallback(0, rtNullCb, nullptr, 0));
+        kAfter<<<GRID, TPB>>>(acc);
+        CU(cuStreamAddCallback(0, drvNullCb, nullptr, 0));
+        if (i % 16 == 15)
+            CK(cudaDeviceSynchronize());
+    }
+    CK(cudaDeviceSynchronize());
+    if (g_null.size() != 128) failf("legacy-stream callbacks ran %zu times, want 128", g_null.size());
+    for (size_t k = 2; k < g_null.size(); ++k)
+        if (g_null[k] != g_null[k % 2]) { failf("legacy-stream callback #%zu was given %llx, the first %llx", k,
+                                                (unsigned long long)g_null[k], (unsigned long long)g_null[k % 2]); break; }
+    if (g_null.size() >= 2)
+        printf("legacy-stream callbacks given %llx (runtime) and %llx (driver, bit 32 set)\n",
+               (unsigned long long)g_null[0], (unsigned long long)g_null[1]);
+    for (uint64_t v : g_null) mix(v);
+    CK(cudaMemcpy(got.data(), acc, N * 4, cudaMemcpyDeviceToHost));
+    for (int j = 0; j < N; ++j) mix(got[j]);
 
     CK(cudaStreamDestroy(g_s));
     CK(cudaFree(acc));
