@@ -913,7 +913,8 @@ int cg_op_from_rt_host_func(struct cg_op *op, int pt, enum cg_reason *why, cudaS
  * node's function takes one pointer to are kept for good, once each, so
  * that the same callback is the same host op at every iteration and a node
  * may run it long after the call. */
-#define CG_CALLBACKS 4096
+#define CG_CALLBACKS 16384
+#define CG_CALLBACK_PROBES 32 /* a callback not kept in these slots is not held */
 static struct cg_callback {
 	void *cb; /* cudaStreamCallback_t (rt) or CUstreamCallback */
 	CUstream s;
@@ -931,14 +932,15 @@ static void CUDA_CB cg_callback_run(void *p)
 		((CUstreamCallback)c->cb)(c->s, CUDA_SUCCESS, c->data);
 }
 
-/* The kept entry of (cb, s, data, rt), made if new; NULL when all are taken. */
+/* The kept entry of (cb, s, data, rt), made if new; NULL when the slots it
+ * may take are all taken (a lookup costs at most CG_CALLBACK_PROBES). */
 static struct cg_callback *cg_callback_keep(void *cb, CUstream s, void *data, int rt)
 {
 	uint64_t h = ((uint64_t)(uintptr_t)cb * 31 + (uint64_t)(uintptr_t)s) * 31 + (uint64_t)(uintptr_t)data;
 	size_t i = (size_t)((h * 0x9E3779B97F4A7C15ull) >> 52) & (CG_CALLBACKS - 1);
 	struct cg_callback *c = NULL;
 	pthread_mutex_lock(&cg_callbacks_lock);
-	for (size_t n = 0; n < CG_CALLBACKS; n++, i = (i + 1) & (CG_CALLBACKS - 1)) {
+	for (size_t n = 0; n < CG_CALLBACK_PROBES; n++, i = (i + 1) & (CG_CALLBACKS - 1)) {
 		struct cg_callback *e = &cg_callbacks[i];
 		if (!e->cb)
 			*e = (struct cg_callback){ cb, s, data, rt };

@@ -390,7 +390,7 @@ static void test_stream_callback(void **state)
 	assert_int_equal(cg_op_from_cuStreamAddCallback(&d, 0, &why, NULL, NULL, NULL, 0), -EINVAL);
 	/* The table full: the kept ones still are, new ones are not held. */
 	int full = 0;
-	for (uintptr_t i = 3; i < 5000 && !full; i++)
+	for (uintptr_t i = 3; i < 40000 && !full; i++)
 		full = cg_op_from_rt_stream_callback(&d, 0, &why, NULL, ut_rt_cb, (void *)i, 0) != 0;
 	assert_true(full);
 	assert_int_equal(why, CG_WHY_CALLBACKS);
