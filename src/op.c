@@ -907,9 +907,12 @@ int cg_op_from_rt_host_func(struct cg_op *op, int pt, enum cg_reason *why, cudaS
 	return fn ? 0 : -EINVAL;
 }
 
-/* A stream callback is a host function: cg_callback_run calls it with its
- * stream and success, as a host node runs where the callback would have
- * (and, as a callback, before the stream's later work). The three values a
+/* A stream callback, with CGRAFT_CALLBACKS=1, is a host function:
+ * cg_callback_run calls it with its stream and success, as a host node runs
+ * where the callback would have (and, as a callback, before the stream's
+ * later work). Not by default: after a fault on the device, eagerly every
+ * callback is still called, with the error, and a graph's later nodes are
+ * not run at all. The three values a
  * node's function takes one pointer to are kept for good, once each, so
  * that the same callback is the same host op at every iteration and a node
  * may run it long after the call. */
@@ -959,11 +962,12 @@ static int cg_op_callback(struct cg_op *op, int pt, enum cg_reason *why, CUstrea
 	cg_op_init(op, CG_OP_HOST, pt, s);
 	if (!cb || flags)
 		return -EINVAL; /* the call refuses them */
-	struct cg_callback *c = cg_callback_keep(cb, s, data, rt);
-	if (!c) {
-		*why = CG_WHY_CALLBACKS;
+	*why = CG_WHY_CALLBACKS;
+	if (!cg_opt.callbacks)
 		return -ENOTSUP;
-	}
+	struct cg_callback *c = cg_callback_keep(cb, s, data, rt);
+	if (!c)
+		return -ENOTSUP;
 	op->u.host.fn = cg_callback_run;
 	op->u.host.data = c;
 	return 0;

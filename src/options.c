@@ -85,6 +85,10 @@ static const struct cg_opt_desc cg_opt_table[] = {
 	{ "CGRAFT_NCCL", CG_OPT_BOOL, &cg_opt.nccl, 0, "0",
 	  "1: NCCL collectives are held and replayed inside graphs (captured as child graphs); every rank must "
 	  "make the same calls, as NCCL requires of captured ones; 0: they end segments" },
+	{ "CGRAFT_CALLBACKS", CG_OPT_BOOL, &cg_opt.callbacks, 0, "0",
+	  "1: stream callbacks (cudaStreamAddCallback, cuStreamAddCallback) are held and replayed as host "
+	  "functions; after a fault on the device a graph runs none of its later nodes, where eagerly every "
+	  "callback is still called, with the error; 0: they end segments" },
 	{ "CGRAFT_PROFILE", CG_OPT_BOOL, &cg_opt.profile, 0, "0",
 	  "measure GPU busy time and idle gaps with CUPTI (libcupti.so.13, loaded only then), eager and replayed" },
 	{ "CGRAFT_PROFILE_TRACE", CG_OPT_PATH, &cg_opt.profile_trace, 0, "(none)",

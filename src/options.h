@@ -25,6 +25,7 @@ struct cg_options {
 	long build_thread;
 	int driver_ops;
 	int nccl;
+	int callbacks;
 	int profile;
 	const char *profile_trace;
 };

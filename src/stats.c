@@ -34,7 +34,7 @@ const char *const cg_reason_names[CG_WHY_COUNT] = {
 	[CG_WHY_MEMORY_WAIT] = "streams_wait_memory",
 	[CG_WHY_FREED_UNLAUNCHED] = "freed_before_launch",
 	[CG_WHY_FREE_UNHELD] = "free_not_held",
-	[CG_WHY_CALLBACKS] = "callbacks_too_many",
+	[CG_WHY_CALLBACKS] = "stream_callback",
 };
 
 #define LD(x) atomic_load_explicit(&cg_stats.x, memory_order_relaxed)

@@ -33,7 +33,7 @@ enum cg_reason {
 	CG_WHY_MEMORY_WAIT,       /* a graph over streams, one of which may wait for memory */
 	CG_WHY_FREED_UNLAUNCHED,  /* a graph went before its first launch, memory it names freed */
 	CG_WHY_FREE_UNHELD,       /* a free in stream order, or an unmap, not held behind held work */
-	CG_WHY_CALLBACKS,         /* a stream callback cgraft could not keep (CG_CALLBACKS) */
+	CG_WHY_CALLBACKS,         /* a stream callback not held: CGRAFT_CALLBACKS=0, or not kept (CG_CALLBACKS) */
 	CG_WHY_COUNT
 };
 

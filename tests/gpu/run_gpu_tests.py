@@ -62,6 +62,8 @@ CLASS_CASES = [
     ("class.multidev", "class_multidev", [], {}),
     ("class.fork", "class_fork", [], {}),
     ("class.legacy", "class_legacy", [], {}),
+    # Stream callbacks held (by default each ends held work: semantics.order_stream_callback).
+    ("semantics.order_stream_callback.held", "order_stream_callback", [], {"CGRAFT_CALLBACKS": "1"}),
 ]
 
 # Programs written against CUDA's documented semantics (kernels/semantics):

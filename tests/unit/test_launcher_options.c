@@ -31,7 +31,7 @@ static void test_rows(void **state)
 {
 	(void)state;
 	static const char *const bools[] = { "CGRAFT_ENABLE", "CGRAFT_REPORT", "CGRAFT_DRIVER_OPS",
-					     "CGRAFT_BACKOFF_SLOW", "CGRAFT_PROFILE", "CGRAFT_NCCL",
+					     "CGRAFT_BACKOFF_SLOW", "CGRAFT_PROFILE", "CGRAFT_NCCL", "CGRAFT_CALLBACKS",
 					     "CGRAFT_DEVICE_UPDATES" };
 	struct cg_option_info info;
 	size_t n = cg_options_count();
@@ -62,7 +62,7 @@ static int same_as_defaults(void)
 	       a->max_graphs == d->max_graphs && a->max_segment_ops == d->max_segment_ops &&
 	       a->max_variants == d->max_variants && a->max_hold_us == d->max_hold_us &&
 	       a->backoff_slow == d->backoff_slow && a->driver_ops == d->driver_ops && a->profile == d->profile &&
-	       a->profile_trace == d->profile_trace;
+	       a->profile_trace == d->profile_trace && a->nccl == d->nccl && a->callbacks == d->callbacks;
 }
 
 /* The check and the load agree on every value, and the check leaves the

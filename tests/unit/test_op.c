@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "unit.h"
+#include "options.h"
 
 #define DEV_LO 0x10000000u /* fake device memory */
 #define PIN_LO 0x20000000u /* fake pinned host memory */
@@ -365,6 +366,12 @@ static void test_stream_callback(void **state)
 	(void)state;
 	enum cg_reason why = CG_WHY_COUNT;
 	struct cg_op a, b, c, d;
+	/* Not held unless asked for (CGRAFT_CALLBACKS). */
+	assert_int_equal(cg_opt.callbacks, 0);
+	assert_int_equal(cg_op_from_rt_stream_callback(&a, 0, &why, (cudaStream_t)UT_STREAM(1), ut_rt_cb,
+							(void *)1, 0), -ENOTSUP);
+	assert_int_equal(why, CG_WHY_CALLBACKS);
+	cg_opt.callbacks = 1;
 	assert_int_equal(cg_op_from_rt_stream_callback(&a, 0, &why, (cudaStream_t)UT_STREAM(1), ut_rt_cb,
 							(void *)1, 0), 0);
 	ut_shaped(ut_finish(&a));
@@ -397,6 +404,7 @@ static void test_stream_callback(void **state)
 	assert_int_equal(cg_op_from_rt_stream_callback(&b, 0, &why, (cudaStream_t)UT_STREAM(1), ut_rt_cb,
 							(void *)1, 0), 0);
 	assert_ptr_equal(a.u.host.data, b.u.host.data);
+	cg_opt.callbacks = 0;
 }
 
 /* Without a current context an op is not held. */
