@@ -912,10 +912,9 @@ int cg_op_from_rt_host_func(struct cg_op *op, int pt, enum cg_reason *why, cudaS
  * where the callback would have (and, as a callback, before the stream's
  * later work). Not by default: after a fault on the device, eagerly every
  * callback is still called, with the error, and a graph's later nodes are
- * not run at all. The three values a
- * node's function takes one pointer to are kept for good, once each, so
- * that the same callback is the same host op at every iteration and a node
- * may run it long after the call. */
+ * not run at all. The three values a node's function takes one pointer to
+ * are kept for good, once each, so that the same callback is the same host
+ * op at every iteration and a node may run it long after the call. */
 #define CG_CALLBACKS 16384
 #define CG_CALLBACK_PROBES 32 /* a callback not kept in these slots is not held */
 static struct cg_callback {
