@@ -915,7 +915,8 @@ int cg_op_from_rt_host_func(struct cg_op *op, int pt, enum cg_reason *why, cudaS
  * not run at all. The three values a node's function takes one pointer to
  * are kept for good, once each, so that the same callback is the same host
  * op at every iteration and a node may run it long after the call. */
-#define CG_CALLBACKS 16384
+#define CG_CALLBACKS_BITS 14
+#define CG_CALLBACKS (1u << CG_CALLBACKS_BITS)
 #define CG_CALLBACK_PROBES 32 /* a callback not kept in these slots is not held */
 static struct cg_callback {
 	void *cb; /* cudaStreamCallback_t (rt) or CUstreamCallback */
@@ -939,7 +940,7 @@ static void CUDA_CB cg_callback_run(void *p)
 static struct cg_callback *cg_callback_keep(void *cb, CUstream s, void *data, int rt)
 {
 	uint64_t h = ((uint64_t)(uintptr_t)cb * 31 + (uint64_t)(uintptr_t)s) * 31 + (uint64_t)(uintptr_t)data;
-	size_t i = (size_t)((h * 0x9E3779B97F4A7C15ull) >> 52) & (CG_CALLBACKS - 1);
+	size_t i = (size_t)((h * 0x9E3779B97F4A7C15ull) >> (64 - CG_CALLBACKS_BITS));
 	struct cg_callback *c = NULL;
 	pthread_mutex_lock(&cg_callbacks_lock);
 	for (size_t n = 0; n < CG_CALLBACK_PROBES; n++, i = (i + 1) & (CG_CALLBACKS - 1)) {
