@@ -1830,9 +1830,11 @@ static int cg_wait_readback(struct cg_wait *w)
 {
 	if (!w->ev)
 		return 0;
+	uint64_t c0 = cg_cost_start();
 	int rc = (int)CG_BK(event_sync, w->ev);
 	if (rc == CUDA_SUCCESS && w->landing)
 		memcpy(w->dst, w->landing, w->n);
+	cg_cost_stop(CG_COST_WAIT, c0);
 	cg_lock_take(&E.mu);
 	cg_wait_turn();
 	/* No work came while it waited: its stream has nothing left. */

@@ -96,17 +96,16 @@ void cg_stats_write_json(FILE *f)
 		LD(gov_windows), LD(gov_aside), LD(gov_probes), LD(gov_slower), (double)LD(gov_ratio_milli) / 1000);
 	fprintf(f, "  \"host_cost_ns\": {\"calls\": %llu, \"real\": %llu, \"graph_launch\": %llu, "
 		   "\"node_update\": %llu, \"eager_submit\": %llu, \"graph_launch_driver\": %llu, "
-		   "\"graph_rebuild\": %llu, \"variant\": %llu},\n",
+		   "\"graph_rebuild\": %llu, \"variant\": %llu, \"readback_wait\": %llu},\n",
 		LD(cost_ns[CG_COST_CALLS]), cg_real_ns_total(), LD(cost_ns[CG_COST_LAUNCH]),
 		LD(cost_ns[CG_COST_UPDATE]), LD(cost_ns[CG_COST_SUBMIT]), LD(cost_ns[CG_COST_DRIVER]),
-		LD(cost_ns[CG_COST_REBUILD]),
-		LD(cost_ns[CG_COST_PICK]));
+		LD(cost_ns[CG_COST_REBUILD]), LD(cost_ns[CG_COST_PICK]), LD(cost_ns[CG_COST_WAIT]));
 	fprintf(f, "  \"host_cost_count\": {\"calls\": %llu, \"graph_launch\": %llu, \"node_update\": %llu, "
 		   "\"eager_submit\": %llu, \"graph_launch_driver\": %llu, \"graph_rebuild\": %llu, "
-		   "\"variant\": %llu},\n",
+		   "\"variant\": %llu, \"readback_wait\": %llu},\n",
 		LD(cost_n[CG_COST_CALLS]), LD(cost_n[CG_COST_LAUNCH]), LD(cost_n[CG_COST_UPDATE]),
 		LD(cost_n[CG_COST_SUBMIT]), LD(cost_n[CG_COST_DRIVER]),
-		LD(cost_n[CG_COST_REBUILD]), LD(cost_n[CG_COST_PICK]));
+		LD(cost_n[CG_COST_REBUILD]), LD(cost_n[CG_COST_PICK]), LD(cost_n[CG_COST_WAIT]));
 	fprintf(f, "  \"slow_path_ops\": {\"record\": %llu, \"not_kernel\": %llu, \"candidates\": %llu, "
 		   "\"timed\": %llu, \"values\": %llu},\n",
 		LD(slow[CG_SLOW_RECORD]), LD(slow[CG_SLOW_NOT_KERNEL]), LD(slow[CG_SLOW_CANDIDATES]),
@@ -221,14 +220,15 @@ void cg_stats_write_report(FILE *f)
 	unsigned long long calls_ns = LD(cost_ns[CG_COST_CALLS]);
 	if (calls_ns) {
 		unsigned long long real = cg_real_ns_total(), launch = LD(cost_ns[CG_COST_LAUNCH]),
-				   submit = LD(cost_ns[CG_COST_SUBMIT]), parts = real + launch + submit;
+				   submit = LD(cost_ns[CG_COST_SUBMIT]), wait = LD(cost_ns[CG_COST_WAIT]),
+				   parts = real + launch + submit + wait;
 		fprintf(f, "cgraft:   host time in calls the program timed whole: %.3f ms: its eager calls %.3f, %llu graph "
 			   "launches %.3f (node updates %.3f, the driver's launch calls %.3f), held work submitted eagerly "
-			   "%.3f, cgraft's own %.3f over %llu calls\n",
+			   "%.3f, %llu read-backs waiting for their graphs %.3f, cgraft's own %.3f over %llu calls\n",
 			(double)calls_ns / 1e6, (double)real / 1e6, LD(cost_n[CG_COST_LAUNCH]), (double)launch / 1e6,
 			(double)LD(cost_ns[CG_COST_UPDATE]) / 1e6, (double)LD(cost_ns[CG_COST_DRIVER]) / 1e6,
-			(double)submit / 1e6, (double)(calls_ns > parts ? calls_ns - parts : 0) / 1e6,
-			LD(cost_n[CG_COST_CALLS]));
+			(double)submit / 1e6, LD(cost_n[CG_COST_WAIT]), (double)wait / 1e6,
+			(double)(calls_ns > parts ? calls_ns - parts : 0) / 1e6, LD(cost_n[CG_COST_CALLS]));
 		fprintf(f, "cgraft:   of the calls timed whole, by entry point, the longest:\n");
 		cg_report_top(f, cg_stats.call_ns, 1, cg_stats.call_n);
 		if (real) {

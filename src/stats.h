@@ -49,6 +49,7 @@ enum cg_cost {
 	CG_COST_DRIVER,  /* of CG_COST_LAUNCH, the driver's graph launch calls */
 	CG_COST_REBUILD, /* of CG_COST_LAUNCH, graphs built again at a launch (cg_graph_rebuild) */
 	CG_COST_PICK,    /* of CG_COST_LAUNCH, the variant picked and its nodes updated (cg_pick_variant) */
+	CG_COST_WAIT,    /* of CG_COST_CALLS, a read-back's wait for the graph it ends (cg_wait_readback) */
 	CG_COST_COUNT
 };
 
