@@ -37,6 +37,36 @@ const char *const cg_reason_names[CG_WHY_COUNT] = {
 	[CG_WHY_CALLBACKS] = "stream_callback",
 };
 
+/* What each reason means, as the report says it (README, "Why work stayed
+ * eager"). */
+const char *const cg_reason_help[CG_WHY_COUNT] = {
+	[CG_WHY_UNSUPPORTED_API] = "a call cgraft does not model ended held work: the calls below",
+	[CG_WHY_LAUNCH_ATTRIBUTE] = "a launch attribute a graph node cannot carry",
+	[CG_WHY_PARAM_INFO] = "a kernel whose parameter layout cgraft could not learn",
+	[CG_WHY_MEMCPY_KIND] = "a copy or memset a graph node cannot take: host to host, arrays, a memset of host "
+			       "memory, a pageable source of more than 1 MiB",
+	[CG_WHY_EVENT_FLAGS] = "an event record or wait with flags, or of an event shared between processes",
+	[CG_WHY_CAPTURE] = "the program's own stream capture: cgraft stands aside",
+	[CG_WHY_THREADS] = "a call of another host thread amid held work it could not go on with",
+	[CG_WHY_DEVICE] = "another device or context, or a copy between them",
+	[CG_WHY_HOST_MEMORY] = "a kernel given memory the host may poll (mapped, managed, registered)",
+	[CG_WHY_UNSEEN_LAUNCH] = "a kernel in a graph node's place that was never seen to launch",
+	[CG_WHY_HELD_TOO_LONG] = "no call came for CGRAFT_MAX_HOLD_US: held work went out eagerly",
+	[CG_WHY_RESET] = "a device reset or module unload, or launch settings changed: graphs forgotten",
+	[CG_WHY_KERNEL_ATTR] = "a kernel attribute set to another value: the graphs that launch it forgotten",
+	[CG_WHY_BUILD_FAILED] = "the driver refused to build or instantiate a graph",
+	[CG_WHY_LAUNCH_FAILED] = "the driver refused a graph launch or a node update",
+	[CG_WHY_BACKOFF_DIVERGE] = "a stretch that kept diverging from its graph, set aside for a while",
+	[CG_WHY_BACKOFF_SLOW] = "a stretch whose replay saved no host time, set aside for a while",
+	[CG_WHY_BACKOFF_NOREPEAT] = "calls that did not repeat: cgraft looked less often",
+	[CG_WHY_NCCL] = "an NCCL call (held only with CGRAFT_NCCL=1)",
+	[CG_WHY_MEMORY_WAIT] = "a stream that may wait for memory: graphs over several streams forgotten",
+	[CG_WHY_FREED_UNLAUNCHED] = "a graph forgotten before its first launch: memory its copies or memsets name "
+				    "was freed",
+	[CG_WHY_FREE_UNHELD] = "a free in stream order or an unmap that could not wait behind held work",
+	[CG_WHY_CALLBACKS] = "a stream callback (held only with CGRAFT_CALLBACKS=1)",
+};
+
 #define LD(x) atomic_load_explicit(&cg_stats.x, memory_order_relaxed)
 
 /* The program's own real calls timed whole (cgraft_call_time_ns(2)). */
@@ -239,7 +269,7 @@ void cg_stats_write_report(FILE *f)
 	for (int i = 0; i < CG_WHY_COUNT; i++) {
 		unsigned long long n = LD(fallbacks[i]);
 		if (n)
-			fprintf(f, "cgraft:   eager because %s: %llu\n", cg_reason_names[i], n);
+			fprintf(f, "cgraft:   eager because %s: %llu (%s)\n", cg_reason_names[i], n, cg_reason_help[i]);
 	}
 	unsigned long long ended = 0;
 	for (int i = 0; i < CG_E_COUNT; i++)

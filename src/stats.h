@@ -102,6 +102,7 @@ struct cg_stats {
 };
 extern struct cg_stats cg_stats CG_HIDDEN;
 extern const char *const cg_reason_names[CG_WHY_COUNT] CG_HIDDEN;
+extern const char *const cg_reason_help[CG_WHY_COUNT] CG_HIDDEN;
 
 #define cg_stat_add(field, n) atomic_fetch_add_explicit(&cg_stats.field, (n), memory_order_relaxed)
 static inline void cg_count_fallback(enum cg_reason why)

@@ -82,12 +82,15 @@ static void test_json_balanced(void **state)
 	free(j);
 }
 
-/* Every reason has a name, and the names are distinct. */
+/* Every reason has a name and says what it means, and the names are
+ * distinct. */
 static void test_reason_names(void **state)
 {
 	(void)state;
 	for (int i = 0; i < CG_WHY_COUNT; i++) {
 		assert_non_null(cg_reason_names[i]);
+		assert_non_null(cg_reason_help[i]);
+		assert_true(strlen(cg_reason_help[i]) > 10);
 		for (int k = 0; k < i; k++)
 			assert_string_not_equal(cg_reason_names[i], cg_reason_names[k]);
 	}
@@ -121,7 +124,7 @@ static void test_report(void **state)
 	cg_stats_write_report(f);
 	fclose(f);
 	assert_non_null(strstr(buf, "ops seen 10, replayed in graphs 4 (40.0%)"));
-	assert_non_null(strstr(buf, "eager because unsupported_api: 1"));
+	assert_non_null(strstr(buf, "eager because unsupported_api: 1 (a call cgraft does not model"));
 	/* The boundaries that ended most segments, most first. */
 	const char *a = strstr(buf, "cudaDeviceSynchronize: 9"), *b = strstr(buf, "cudaStreamSynchronize: 7");
 	assert_non_null(a);
