@@ -59,7 +59,8 @@ const char *const cg_reason_help[CG_WHY_COUNT] = {
 	[CG_WHY_BACKOFF_DIVERGE] = "a stretch that kept diverging from its graph, set aside for a while",
 	[CG_WHY_BACKOFF_SLOW] = "a stretch whose replay saved no host time, set aside for a while",
 	[CG_WHY_BACKOFF_NOREPEAT] = "calls that did not repeat: cgraft looked less often",
-	[CG_WHY_NCCL] = "NCCL work not held: a collective without CGRAFT_NCCL=1 (or over several streams), an NCCL kernel, a communicator gone",
+	[CG_WHY_NCCL] = "NCCL work not held: a collective without CGRAFT_NCCL=1 (or over several streams), an "
+			"NCCL kernel, a communicator gone",
 	[CG_WHY_MEMORY_WAIT] = "a stream that may wait for memory: graphs over several streams forgotten",
 	[CG_WHY_FREED_UNLAUNCHED] = "a graph forgotten before its first launch: memory its copies or memsets name "
 				    "was freed",
