@@ -2390,7 +2390,7 @@ static void cg_boundary_before(int entry, enum cg_kind kind, enum cg_reason why,
 		cg_count_fallback(why);
 		if (entry >= 0 && entry < CG_E_COUNT)
 			cg_stat_add(boundaries[entry], 1);
-		cg_debug("%s: a boundary (%s), held work goes out first", name, cg_reason_names[why]);
+		cg_debug("%s: a boundary (%s), held work goes out first", name, cg_reasons[why].name);
 	} else if (E.mode == CG_DEFER || E.run.n) {
 		cg_debug("%s: %s", name, kind == CG_K_SYNC ? "the host may look at device work here" : "a reset");
 	}

@@ -392,7 +392,7 @@ void cg_tmpl_backoff(struct cg_tmpl *t, enum cg_reason why, uint64_t segno)
 	if (t->rounds > 3) {
 		t->state = CG_T_DEAD;
 		cg_log(CG_LOG_INFO, CG_FAULT_NONE, "a %zu-op stretch stays eager for good (%s)", t->n,
-		       cg_reason_names[why]);
+		       cg_reasons[why].name);
 		return;
 	}
 	t->state = CG_T_BACKOFF;

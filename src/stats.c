@@ -11,61 +11,57 @@
 
 struct cg_stats cg_stats;
 
-const char *const cg_reason_names[CG_WHY_COUNT] = {
-	[CG_WHY_UNSUPPORTED_API] = "unsupported_api",
-	[CG_WHY_LAUNCH_ATTRIBUTE] = "launch_attribute",
-	[CG_WHY_PARAM_INFO] = "kernel_param_info",
-	[CG_WHY_MEMCPY_KIND] = "memcpy_kind",
-	[CG_WHY_EVENT_FLAGS] = "event_flags",
-	[CG_WHY_CAPTURE] = "program_capture",
-	[CG_WHY_THREADS] = "other_host_thread",
-	[CG_WHY_DEVICE] = "device_switch",
-	[CG_WHY_HOST_MEMORY] = "host_memory_kernel",
-	[CG_WHY_UNSEEN_LAUNCH] = "unseen_launch",
-	[CG_WHY_HELD_TOO_LONG] = "held_too_long",
-	[CG_WHY_RESET] = "reset",
-	[CG_WHY_KERNEL_ATTR] = "kernel_attribute",
-	[CG_WHY_BUILD_FAILED] = "graph_build_failed",
-	[CG_WHY_LAUNCH_FAILED] = "graph_launch_failed",
-	[CG_WHY_BACKOFF_DIVERGE] = "backoff_diverging",
-	[CG_WHY_BACKOFF_SLOW] = "backoff_not_faster",
-	[CG_WHY_BACKOFF_NOREPEAT] = "backoff_no_repeat",
-	[CG_WHY_NCCL] = "nccl_kernel",
-	[CG_WHY_MEMORY_WAIT] = "streams_wait_memory",
-	[CG_WHY_FREED_UNLAUNCHED] = "freed_before_launch",
-	[CG_WHY_FREE_UNHELD] = "free_not_held",
-	[CG_WHY_CALLBACKS] = "stream_callback",
-};
-
-/* What each reason means, as the report says it (README, "Why work stayed
- * eager"). */
-const char *const cg_reason_help[CG_WHY_COUNT] = {
-	[CG_WHY_UNSUPPORTED_API] = "a call cgraft does not model ended held work: the calls below",
-	[CG_WHY_LAUNCH_ATTRIBUTE] = "a launch attribute a graph node cannot carry",
-	[CG_WHY_PARAM_INFO] = "a kernel whose parameter layout cgraft could not learn",
-	[CG_WHY_MEMCPY_KIND] = "a copy or memset a graph node cannot take: host to host, arrays, a memset of host "
-			       "memory, a pageable source of more than 1 MiB",
-	[CG_WHY_EVENT_FLAGS] = "an event record or wait with flags, or of an event shared between processes",
-	[CG_WHY_CAPTURE] = "the program's own stream capture: cgraft stands aside",
-	[CG_WHY_THREADS] = "a call of another host thread amid held work it could not go on with",
-	[CG_WHY_DEVICE] = "another device or context, or a copy between them",
-	[CG_WHY_HOST_MEMORY] = "a kernel given memory the host may poll (mapped, managed, registered)",
-	[CG_WHY_UNSEEN_LAUNCH] = "a kernel in a graph node's place that was never seen to launch",
-	[CG_WHY_HELD_TOO_LONG] = "no call came for CGRAFT_MAX_HOLD_US: held work went out eagerly",
-	[CG_WHY_RESET] = "a device reset or module unload, or launch settings changed: graphs forgotten",
-	[CG_WHY_KERNEL_ATTR] = "a kernel attribute set to another value: the graphs that launch it forgotten",
-	[CG_WHY_BUILD_FAILED] = "the driver refused to build or instantiate a graph",
-	[CG_WHY_LAUNCH_FAILED] = "the driver refused a graph launch or a node update",
-	[CG_WHY_BACKOFF_DIVERGE] = "a stretch that kept diverging from its graph, set aside for a while",
-	[CG_WHY_BACKOFF_SLOW] = "a stretch whose replay saved no host time, set aside for a while",
-	[CG_WHY_BACKOFF_NOREPEAT] = "calls that did not repeat: cgraft looked less often",
-	[CG_WHY_NCCL] = "NCCL work not held: a collective without CGRAFT_NCCL=1 (or over several streams), an "
-			"NCCL kernel, a communicator gone",
-	[CG_WHY_MEMORY_WAIT] = "a stream that may wait for memory: graphs over several streams forgotten",
-	[CG_WHY_FREED_UNLAUNCHED] = "a graph forgotten before its first launch: memory its copies or memsets name "
-				    "was freed",
-	[CG_WHY_FREE_UNHELD] = "a free in stream order or an unmap that could not wait behind held work",
-	[CG_WHY_CALLBACKS] = "a stream callback (held only with CGRAFT_CALLBACKS=1)",
+/* Each reason's name (the report's and CGRAFT_STATS' key) and what it means,
+ * as the report says it (the README's table, checked by tests/check_reasons.py). */
+const struct cg_reason_text cg_reasons[CG_WHY_COUNT] = {
+	[CG_WHY_UNSUPPORTED_API] = { "unsupported_api",
+		"a call cgraft does not model ended held work: the calls below" },
+	[CG_WHY_LAUNCH_ATTRIBUTE] = { "launch_attribute",
+		"a launch attribute a graph node cannot carry" },
+	[CG_WHY_PARAM_INFO] = { "kernel_param_info",
+		"a kernel whose parameter layout cgraft could not learn" },
+	[CG_WHY_MEMCPY_KIND] = { "memcpy_kind",
+		"a copy or memset a graph node cannot take: host to host, arrays, a memset of host memory, a "
+		"pageable source of more than 1 MiB" },
+	[CG_WHY_EVENT_FLAGS] = { "event_flags",
+		"an event record or wait with flags, or of an event shared between processes" },
+	[CG_WHY_CAPTURE] = { "program_capture",
+		"the program's own stream capture: cgraft stands aside" },
+	[CG_WHY_THREADS] = { "other_host_thread",
+		"a call of another host thread amid held work it could not go on with" },
+	[CG_WHY_DEVICE] = { "device_switch",
+		"another device or context, or a copy between them" },
+	[CG_WHY_HOST_MEMORY] = { "host_memory_kernel",
+		"a kernel given memory the host may poll (mapped, managed, registered)" },
+	[CG_WHY_UNSEEN_LAUNCH] = { "unseen_launch",
+		"a kernel in a graph node's place that was never seen to launch" },
+	[CG_WHY_HELD_TOO_LONG] = { "held_too_long",
+		"no call came for CGRAFT_MAX_HOLD_US: held work went out eagerly" },
+	[CG_WHY_RESET] = { "reset",
+		"a device reset or module unload, or launch settings changed: graphs forgotten" },
+	[CG_WHY_KERNEL_ATTR] = { "kernel_attribute",
+		"a kernel attribute set to another value: the graphs that launch it forgotten" },
+	[CG_WHY_BUILD_FAILED] = { "graph_build_failed",
+		"the driver refused to build or instantiate a graph" },
+	[CG_WHY_LAUNCH_FAILED] = { "graph_launch_failed",
+		"the driver refused a graph launch or a node update" },
+	[CG_WHY_BACKOFF_DIVERGE] = { "backoff_diverging",
+		"a stretch that kept diverging from its graph, set aside for a while" },
+	[CG_WHY_BACKOFF_SLOW] = { "backoff_not_faster",
+		"a stretch whose replay saved no host time, set aside for a while" },
+	[CG_WHY_BACKOFF_NOREPEAT] = { "backoff_no_repeat",
+		"calls that did not repeat: cgraft looked less often" },
+	[CG_WHY_NCCL] = { "nccl_kernel",
+		"NCCL work not held: a collective without CGRAFT_NCCL=1 (or over several streams), an NCCL "
+		"kernel, a communicator gone" },
+	[CG_WHY_MEMORY_WAIT] = { "streams_wait_memory",
+		"a stream that may wait for memory: graphs over several streams forgotten" },
+	[CG_WHY_FREED_UNLAUNCHED] = { "freed_before_launch",
+		"a graph forgotten before its first launch: memory its copies or memsets name was freed" },
+	[CG_WHY_FREE_UNHELD] = { "free_not_held",
+		"a free in stream order or an unmap that could not wait behind held work" },
+	[CG_WHY_CALLBACKS] = { "stream_callback",
+		"a stream callback (held only with CGRAFT_CALLBACKS=1)" },
 };
 
 #define LD(x) atomic_load_explicit(&cg_stats.x, memory_order_relaxed)
@@ -158,7 +154,7 @@ void cg_stats_write_json(FILE *f)
 		unsigned long long n = LD(fallbacks[i]);
 		if (!n)
 			continue;
-		fprintf(f, "%s\n    \"%s\": %llu", sep, cg_reason_names[i], n);
+		fprintf(f, "%s\n    \"%s\": %llu", sep, cg_reasons[i].name, n);
 		sep = ",";
 	}
 	fprintf(f, "%s}\n}\n", *sep ? "\n  " : "");
@@ -270,7 +266,7 @@ void cg_stats_write_report(FILE *f)
 	for (int i = 0; i < CG_WHY_COUNT; i++) {
 		unsigned long long n = LD(fallbacks[i]);
 		if (n)
-			fprintf(f, "cgraft:   eager because %s: %llu (%s)\n", cg_reason_names[i], n, cg_reason_help[i]);
+			fprintf(f, "cgraft:   eager because %s: %llu (%s)\n", cg_reasons[i].name, n, cg_reasons[i].help);
 	}
 	unsigned long long ended = 0;
 	for (int i = 0; i < CG_E_COUNT; i++)

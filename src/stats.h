@@ -101,8 +101,10 @@ struct cg_stats {
 	atomic_ullong slow[CG_SLOW_COUNT]; /* ops past the fast path, by enum cg_slow */
 };
 extern struct cg_stats cg_stats CG_HIDDEN;
-extern const char *const cg_reason_names[CG_WHY_COUNT] CG_HIDDEN;
-extern const char *const cg_reason_help[CG_WHY_COUNT] CG_HIDDEN;
+struct cg_reason_text {
+	const char *name, *help;
+};
+extern const struct cg_reason_text cg_reasons[CG_WHY_COUNT] CG_HIDDEN;
 
 #define cg_stat_add(field, n) atomic_fetch_add_explicit(&cg_stats.field, (n), memory_order_relaxed)
 static inline void cg_count_fallback(enum cg_reason why)

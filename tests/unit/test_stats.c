@@ -88,11 +88,11 @@ static void test_reason_names(void **state)
 {
 	(void)state;
 	for (int i = 0; i < CG_WHY_COUNT; i++) {
-		assert_non_null(cg_reason_names[i]);
-		assert_non_null(cg_reason_help[i]);
-		assert_true(strlen(cg_reason_help[i]) > 10);
+		assert_non_null(cg_reasons[i].name);
+		assert_non_null(cg_reasons[i].help);
+		assert_true(strlen(cg_reasons[i].help) > 10);
 		for (int k = 0; k < i; k++)
-			assert_string_not_equal(cg_reason_names[i], cg_reason_names[k]);
+			assert_string_not_equal(cg_reasons[i].name, cg_reasons[k].name);
 	}
 }
 
