@@ -53,6 +53,9 @@
 #define CG_FUSE_AFTER 4
 #define CG_FUSIONS 2
 #define CG_FUSE_STABLE 16 /* replays per divergence of the second piece, at least */
+/* Pieces cut where the host works between calls (cg_piece_ask) are of
+ * this many ops at least; runs of twice as many ask for them. */
+#define CG_PIECE_MIN_OPS 32
 
 /* Memory the copies and memsets of a stretch of ops name, but for copies
  * that become copy kernels (n > CG_NAMED: too many to tell, all of it),
@@ -145,6 +148,13 @@ static struct {
 		double eager_ns;
 	} fuse;
 	struct cg_period period;
+	/* Pieces (cg_piece_ask): stretches are cut at cap ops, where the
+	 * host's time between calls set it (0: CGRAFT_MAX_SEGMENT_OPS); vote:
+	 * the cap the last long stretch asked for (0: none). */
+	struct {
+		size_t cap, vote, pending; /* pending: asked for by a replay (cg_launch) */
+		uint64_t t0; /* a timed replay's first held op */
+	} piece;
 	/* A period cut early (cg_period_early): its template is on probation
 	 * till the stretch has run CG_PERIOD_MIN_RUN ops, and then replays in
 	 * groups. Ended short of that, it goes, and the stretch is learnt as it
@@ -871,6 +881,62 @@ static int cg_templates_for(const struct cg_seg *run, const struct cg_build *b, 
 	return k;
 }
 
+/* ---- pieces: held work sent to the GPU while the host works ------------------- */
+static size_t cg_piece_cap(void)
+{
+	return E.piece.cap ? E.piece.cap : (size_t)cg_opt.max_segment_ops;
+}
+
+static int cg_tmpl_longer(const struct cg_tmpl *t, void *cookie)
+{
+	return t->n > *(const size_t *)cookie;
+}
+
+/* Where the host works long between a stretch's calls (Python between
+ * kernels), its held work reaches the GPU only at the segment's end, and a
+ * host that then synchronises waits for all of it, where eagerly the GPU
+ * ran it while the host worked. Cut into pieces of about CGRAFT_PIECE_US
+ * of the host's time, the GPU runs one while the host issues the next, for
+ * one graph launch more a piece. A stretch of n ops that took span ns, its
+ * calls calls ns of them (eager in a run, held in a timed replay), asks
+ * for the cap that would cut it so. Two such stretches in turn must ask;
+ * returns the larger cap then, or 0. */
+static size_t cg_piece_ask(size_t n, uint64_t span, uint64_t calls)
+{
+	if (!cg_opt.piece_us || n < 2 * CG_PIECE_MIN_OPS || span <= calls)
+		return 0;
+	uint64_t gap = (span - calls) / (n - 1); /* n ops, n - 1 gaps */
+	size_t want = gap ? (size_t)((uint64_t)cg_opt.piece_us * 1000 / gap) : SIZE_MAX;
+	if (want < CG_PIECE_MIN_OPS)
+		want = CG_PIECE_MIN_OPS;
+	if (want >= n || want >= cg_piece_cap()) {
+		E.piece.vote = 0;
+		return 0;
+	}
+	size_t before = E.piece.vote;
+	E.piece.vote = before ? 0 : want;
+	if (!before)
+		return 0;
+	atomic_store_explicit(&cg_stats.piece_gap_ns, gap, memory_order_relaxed);
+	return want > before ? want : before;
+}
+
+/* The cap falls to cap: templates longer go, so that segments cut alike
+ * recur. Not while ops are held: a replay's ask waits for the next op
+ * that may start a replay (cg_try_start). */
+static void cg_piece_fall(size_t cap)
+{
+	E.piece.cap = cap;
+	E.piece.pending = 0;
+	E.period.known = 0;
+	atomic_store_explicit(&cg_stats.piece_ops, cap, memory_order_relaxed);
+	cg_debug("the host works %llu ns an op between calls: stretches are cut at %zu ops",
+		 (unsigned long long)atomic_load(&cg_stats.piece_gap_ns), cap);
+	cg_build_pause();
+	cg_bury(cg_table_take_if(cg_tmpl_longer, &E.piece.cap));
+	cg_build_go();
+}
+
 /* A new run starts: ops of the old one still in flight are not its. */
 static void cg_run_clear(void)
 {
@@ -895,6 +961,14 @@ static int cg_run_end(int host_waits)
 	E.gaps_now.n = 0;
 	E.segno++;
 	cg_stat_add(segments, 1);
+	size_t cap = E.run_ns_ok && E.mode != CG_DEFER && E.last_ns > E.run.ops[0].t0
+			     ? cg_piece_ask(n, E.last_ns - E.run.ops[0].t0, E.run_ns)
+			     : 0;
+	if (cap) { /* the run, longer than the cap, is not learnt */
+		cg_piece_fall(cap);
+		cg_run_clear();
+		return 0;
+	}
 	uint64_t eager_ns = E.run_ns_ok ? E.run_ns : 0;
 	struct cg_build b[CG_MAX_BUILDS];
 	struct cg_learn_out res = { 0 };
@@ -1075,7 +1149,7 @@ static int cg_period_early(size_t p, size_t origin)
 		E.early.on = 1;
 		E.early.id = id;
 		E.early.ran = 2 * p;
-		E.early.group = cg_period_group(p, (size_t)cg_opt.max_segment_ops);
+		E.early.group = cg_period_group(p, cg_piece_cap());
 		E.early.key = cg_period_key(half, p);
 		E.early.anchor = E.anchor;
 		E.early.waiting = waiting;
@@ -1182,7 +1256,7 @@ static int cg_fuse_keep(size_t at, size_t n)
  * inside a fusion. */
 static int cg_fuse_follows(const struct cg_tmpl *a, const struct cg_tmpl *t, uint64_t epoch)
 {
-	return a && a != t && epoch == E.fuse.epoch && a->n + t->n <= (size_t)cg_opt.max_segment_ops &&
+	return a && a != t && epoch == E.fuse.epoch && a->n + t->n <= cg_piece_cap() &&
 	       t->diverged * CG_FUSE_STABLE <= t->replays;
 }
 
@@ -1292,6 +1366,11 @@ static int cg_launch(struct cg_tmpl *t, size_t at, struct cg_wait *wait)
 		return rc;
 	}
 	cg_tmpl_note_replay(t, t0 ? E.defer_ns + cg_now_ns() - t0 : 0, E.segno, cg_opt.backoff_slow && !t->nccl);
+	if (t0 && !at && E.piece.t0 && t0 > E.piece.t0) {
+		size_t cap = cg_piece_ask(t->n, t0 - E.piece.t0, E.defer_ns);
+		if (cap)
+			E.piece.pending = cap;
+	}
 	cg_stat_add(ops_replayed, t->n);
 	cg_debug("launched graph %llu of %zu ops for held ops %zu to %zu", (unsigned long long)t->id, t->n, at,
 		 at + t->n);
@@ -1660,6 +1739,8 @@ static int cg_try_start(struct cg_op *op, struct cg_wait *wait)
 		return 0;
 	if (cg_unlikely(E.early.ended))
 		cg_early_bury();
+	if (cg_unlikely(E.piece.pending))
+		cg_piece_fall(E.piece.pending);
 	op->shape = cg_op_shape_hash(op);
 	if (E.expect && cg_tmpl_can_follow(E.expect, op, E.segno)) {
 		/* A chain's next piece first, and beside it what else starts
@@ -1697,6 +1778,7 @@ static int cg_try_start(struct cg_op *op, struct cg_wait *wait)
 	E.lazy_src = E.cand[0];
 	E.timing = cg_tmpl_wants_timing(E.cand[0]);
 	E.defer_ns = 0;
+	E.piece.t0 = E.timing && cg_opt.piece_us ? cg_now_ns() : 0;
 	cg_timer_wake();
 	return cg_defer_push(op, wait);
 }
@@ -2104,7 +2186,7 @@ static void cg_period_cut(void)
 	E.period.min_run = CG_PERIOD_MIN_RUN;
 	/* Two halves are two sightings: early cuts need no more. */
 	E.period.early_run = cg_opt.min_repeats <= 2 ? CG_PERIOD_EARLY_RUN : 0;
-	switch (cg_period_step(&E.period, &E.run, (size_t)cg_opt.min_ops, (size_t)cg_opt.max_segment_ops, &p,
+	switch (cg_period_step(&E.period, &E.run, (size_t)cg_opt.min_ops, cg_piece_cap(), &p,
 			       &origin)) {
 	case CG_PERIOD_HALVES: {
 		/* Two iterations: learn the first, keep the second; each took
@@ -2115,7 +2197,7 @@ static void cg_period_cut(void)
 		if (2 * p < E.period.min_run && !E.early.on && cg_period_early(p, origin))
 			break;
 		cg_seg_drop_front(&E.run, origin);
-		size_t n = E.run.n, group = cg_period_group(p, (size_t)cg_opt.max_segment_ops);
+		size_t n = E.run.n, group = cg_period_group(p, cg_piece_cap());
 		uint64_t half = E.run_ns / 2;
 		E.run.n = p;
 		E.run_ns = half;

@@ -22,6 +22,7 @@ struct cg_options cg_opt = {
 	.min_ops = 2,
 	.max_graphs = 64,
 	.max_segment_ops = 4096,
+	.piece_us = 1000,
 	.max_variants = 4,
 	.device_updates = 1,
 	.max_hold_us = 1000,
@@ -63,6 +64,10 @@ static const struct cg_opt_desc cg_opt_table[] = {
 	  "instantiated graphs kept at once (least recently used go first)" },
 	{ "CGRAFT_MAX_SEGMENT_OPS", CG_OPT_COUNT, &cg_opt.max_segment_ops, 2, "4096",
 	  "a segment with no blocking point is cut at this many ops" },
+	{ "CGRAFT_PIECE_US", CG_OPT_COUNT, &cg_opt.piece_us, 0, "1000",
+	  "where the host works between a stretch's calls (Python between kernels), the stretch is cut into pieces "
+	  "of about this many microseconds of the host's time, so that the GPU runs one while the host issues the "
+	  "next; 0: cut only at CGRAFT_MAX_SEGMENT_OPS" },
 	{ "CGRAFT_MAX_VARIANTS", CG_OPT_COUNT, &cg_opt.max_variants, 1, "4",
 	  "instantiated graphs per segment shape for recurring argument sets" },
 	{ "CGRAFT_DEVICE_UPDATES", CG_OPT_BOOL, &cg_opt.device_updates, 0, "1",

@@ -18,6 +18,7 @@ struct cg_options {
 	long min_ops;
 	long max_graphs;
 	long max_segment_ops;
+	long piece_us;
 	long max_variants;
 	int device_updates;
 	long max_hold_us;

@@ -99,9 +99,10 @@ void cg_stats_write_json(FILE *f)
 	cg_write_entries(f, "boundary_driver_calls", cg_stats.boundaries, 0);
 	fprintf(f, "  \"lookups\": %llu,\n  \"syncs_answered\": %llu,\n  \"graphs_forgotten_freed\": %llu,\n"
 		   "  \"frees_held\": %llu,\n  \"allocs_again\": %llu,\n  \"host_gaps\": %llu,\n"
-		   "  \"joins_owed\": %llu,\n  \"joins_made\": %llu,\n",
+		   "  \"joins_owed\": %llu,\n  \"joins_made\": %llu,\n"
+		   "  \"piece_ops\": %llu,\n  \"piece_gap_ns\": %llu,\n",
 		LD(lookups), LD(syncs_answered), LD(forgotten_freed), LD(frees_held), LD(allocs_again), LD(host_gaps),
-		LD(joins_owed), LD(joins_made));
+		LD(joins_owed), LD(joins_made), LD(piece_ops), LD(piece_gap_ns));
 	fprintf(f, "  \"segments\": %llu,\n  \"graphs_built\": %llu,\n  \"graph_launches\": %llu,\n"
 		   "  \"ops_total\": %llu,\n  \"ops_replayed\": %llu,\n  \"divergences\": %llu,\n"
 		   "  \"pieces_eager\": %llu,\n  \"node_updates\": %llu,\n  \"node_updates_device\": %llu,\n"
@@ -233,6 +234,9 @@ void cg_stats_write_report(FILE *f)
 	if (LD(host_gaps))
 		fprintf(f, "cgraft:   stretches ended where the host worked on its own past CGRAFT_MAX_HOLD_US (or 1 ms): "
 			   "%llu\n", LD(host_gaps));
+	if (LD(piece_ops))
+		fprintf(f, "cgraft:   stretches cut into pieces of %llu ops, the host working %.1f us between calls "
+			   "(CGRAFT_PIECE_US)\n", LD(piece_ops), (double)LD(piece_gap_ns) / 1e3);
 	if (LD(allocs_again))
 		fprintf(f, "cgraft:   allocations in stream order made again once the frees held back went out: %llu\n",
 			LD(allocs_again));

@@ -83,6 +83,7 @@ struct cg_stats {
 	atomic_ullong frees_held; /* frees in stream order made after the held work before them */
 	atomic_ullong allocs_again; /* allocations in stream order made again once the frees held back went out */
 	atomic_ullong host_gaps; /* runs ended where the host was away from CUDA for longer than a hold */
+	atomic_ullong piece_ops, piece_gap_ns; /* the pieces' cap where the host's time set it, and that time an op */
 	atomic_ullong held_bytes_device, held_bytes_host; /* staging and graph memory cgraft holds now */
 	atomic_ullong held_bytes_host_peak;
 	/* The governor (govern.c): windows, those standing aside, probes, those

@@ -48,6 +48,7 @@ static int setup(void **state)
 	cg_opt.window_hi = LONG_MAX;
 	cg_opt.max_graphs = 64;
 	cg_opt.max_segment_ops = 4096;
+	cg_opt.piece_us = 0;
 	cg_opt.max_variants = 4;
 	cg_opt.backoff_slow = 0;
 	cg_opt.max_hold_us = HOLD_US;
