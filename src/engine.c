@@ -926,8 +926,10 @@ static size_t cg_piece_ask(size_t n, uint64_t span, uint64_t calls)
  * that may start a replay (cg_try_start). */
 static void cg_piece_fall(size_t cap)
 {
-	E.piece.cap = cap;
 	E.piece.pending = 0;
+	if (cap >= cg_piece_cap())
+		return; /* asked for before an earlier ask fell lower */
+	E.piece.cap = cap;
 	E.period.known = 0;
 	atomic_store_explicit(&cg_stats.piece_ops, cap, memory_order_relaxed);
 	cg_debug("the host works %llu ns an op between calls: stretches are cut at %zu ops",
