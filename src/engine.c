@@ -117,6 +117,8 @@ static struct {
 	/* The run: eager ops since the last boundary or launch, for learning. */
 	struct cg_seg run;
 	uint64_t run_ns, run_id;
+	uint64_t run_tail_ns; /* of run_ns, the last op's call (a read-back's wait, as may be) */
+	uint64_t run_own_ns;  /* cgraft's own time after the run's calls (cg_piece_ask) */
 	int run_ns_ok;
 	/* When the last call the engine saw ended, at the latest (0: not
 	 * known): a host gap since then ends the run (cg_gap_ends_run). */
@@ -946,6 +948,7 @@ static void cg_run_clear(void)
 	E.run_named.n = E.run_named.other = 0;
 	E.run_id++;
 	E.run_ns = 0;
+	E.run_own_ns = 0;
 	E.run_ns_ok = 1;
 	E.run_nev = 0;
 	E.anchor = NULL;
@@ -963,8 +966,13 @@ static int cg_run_end(int host_waits)
 	E.gaps_now.n = 0;
 	E.segno++;
 	cg_stat_add(segments, 1);
-	size_t cap = E.run_ns_ok && E.mode != CG_DEFER && E.last_ns > E.run.ops[0].t0
-			     ? cg_piece_ask(n, E.last_ns - E.run.ops[0].t0, E.run_ns)
+	/* From the first op's start to the last's: the calls but the last,
+	 * cgraft's own time after them, and the program's between (the run
+	 * may be the first of two halves, E.run_ns half of both). */
+	const struct cg_op *o = E.run.ops;
+	uint64_t calls = (E.run_ns > E.run_tail_ns ? E.run_ns - E.run_tail_ns : 0) + E.run_own_ns;
+	size_t cap = E.run_ns_ok && E.mode != CG_DEFER && o[n - 1].t0 > o[0].t0
+			     ? cg_piece_ask(n, o[n - 1].t0 - o[0].t0, calls)
 			     : 0;
 	if (cap) { /* the run, longer than the cap, is not learnt */
 		cg_piece_fall(cap);
@@ -2200,9 +2208,10 @@ static void cg_period_cut(void)
 			break;
 		cg_seg_drop_front(&E.run, origin);
 		size_t n = E.run.n, group = cg_period_group(p, cg_piece_cap());
-		uint64_t half = E.run_ns / 2;
+		uint64_t half = E.run_ns / 2, own = E.run_own_ns / 2;
 		E.run.n = p;
 		E.run_ns = half;
+		E.run_own_ns = own;
 		struct cg_seg second = { 0 };
 		for (size_t i = p; i < n; i++)
 			cg_seg_push(&second, &E.run.ops[i], 0, NULL, NULL);
@@ -2212,6 +2221,7 @@ static void cg_period_cut(void)
 		cg_seg_free(&E.run);
 		E.run = second;
 		E.run_ns = half;
+		E.run_own_ns = own;
 		E.period.known = group;
 		E.period.misses = 0;
 		if (group == p)
@@ -2245,7 +2255,8 @@ void cg_engine_op_done(struct cg_op *op, int ok)
 		return;
 	}
 	E.last_ns = cg_now_ns();
-	E.run_ns += E.last_ns - op->t0;
+	E.run_tail_ns = E.last_ns - op->t0;
+	E.run_ns += E.run_tail_ns;
 	if (!op->shape)
 		op->shape = cg_op_shape_hash(op);
 	if (cg_unlikely(E.early.on)) {
@@ -2279,6 +2290,9 @@ void cg_engine_op_done(struct cg_op *op, int ok)
 	} else {
 		cg_period_cut();
 	}
+	/* cgraft's own time after the call is no gap of the program's. */
+	if (E.run.n)
+		E.run_own_ns += cg_now_ns() - E.last_ns;
 	cg_lock_give(&E.mu);
 }
 
