@@ -236,8 +236,8 @@ void cg_seg_drop_front(struct cg_seg *s, size_t k)
 static int cg_values_recur(const struct cg_seg *s, size_t p)
 {
 	size_t same = 0;
-	for (size_t i = 0; i < p; i++)
-		same += (size_t)cg_op_same_values(&s->ops[i], &s->ops[i + p]);
+	for (size_t i = 0; i < p; i++) /* values of one kind only (a copy has no kernel to read) */
+		same += (size_t)(s->ops[i].kind == s->ops[i + p].kind && cg_op_same_values(&s->ops[i], &s->ops[i + p]));
 	return 2 * same >= p;
 }
 
