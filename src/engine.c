@@ -2291,7 +2291,7 @@ void cg_engine_op_done(struct cg_op *op, int ok)
 		cg_period_cut();
 	}
 	/* cgraft's own time after the call is no gap of the program's. */
-	if (E.run.n)
+	if (E.run.n && cg_opt.piece_us)
 		E.run_own_ns += cg_now_ns() - E.last_ns;
 	cg_lock_give(&E.mu);
 }
