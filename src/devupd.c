@@ -102,13 +102,16 @@ static int cg_upd_runs(struct cg_upd *u, uint64_t node, const uint8_t *old, cons
 			break;
 		while (n - i >= 32 && cg_upd_same32(old + i, new + i))
 			i += 32;
+		/* The next differing word, where there is one. */
+		size_t w = 0;
+		while (i < n) {
+			w = n - i < 8 ? n - i : 8;
+			if (!cg_upd_same(old + i, new + i, w))
+				break;
+			i += w;
+		}
 		if (i == n)
 			break;
-		size_t w = n - i < 8 ? n - i : 8;
-		if (cg_upd_same(old + i, new + i, w)) {
-			i += w;
-			continue;
-		}
 		size_t j = i + w;
 		while (j < n) {
 			size_t x = n - j < 8 ? n - j : 8;
