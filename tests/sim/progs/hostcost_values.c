@@ -1,0 +1,71 @@
+/* Workload of scripts/host-cost's second count: steps of K launches through
+ * __cudaLaunchKernel of a kernel whose one parameter is a struct of B bytes
+ * (648: PyTorch's elementwise kernels; 3,368: its multi-tensor-apply
+ * kernels), two of its words changing at every step, as a tensor's address
+ * does, then a reduction read back into pageable memory and a sync: the
+ * shape of a decoding step whose graphs have an updater. Usage: steps K B. */
+#include "common.h"
+
+struct small_args {
+    float *y, *x;
+    int n, k;
+    unsigned char rest[632];
+};
+struct wide_args {
+    float *y, *x;
+    int n, k;
+    unsigned char rest[3352];
+};
+
+static void k_small(const sim_launch *l, void **a)
+{
+    const struct small_args *p = (const struct small_args *)a[0];
+    int n = cover(l, p->n);
+    for (int i = 0; i < n; i++)
+        p->y[i] = p->y[i] * 0.5f + p->x[i] * 0.25f + (float)p->k * 0.001f;
+}
+
+static void k_wide(const sim_launch *l, void **a)
+{
+    const struct wide_args *p = (const struct wide_args *)a[0];
+    int n = cover(l, p->n);
+    for (int i = 0; i < n; i++)
+        p->y[i] = p->y[i] * 0.5f + p->x[i] * 0.25f + (float)p->k * 0.001f;
+}
+
+int main(int argc, char **argv)
+{
+    long steps = argc > 1 ? strtol(argv[1], NULL, 10) : 20, K = argc > 2 ? strtol(argv[2], NULL, 10) : 200;
+    long bytes = argc > 3 ? strtol(argv[3], NULL, 10) : 648;
+    static const size_t small_sz[] = { sizeof(struct small_args) }, wide_sz[] = { sizeof(struct wide_args) };
+    register_kernels();
+    if (simRegisterKernel(k_small, "k_small", 1, small_sz) || simRegisterKernel(k_wide, "k_wide", 1, wide_sz))
+        FAIL("simRegisterKernel failed");
+    int wide = bytes > (long)sizeof(struct small_args);
+    cudaKernel_t h = handle_of(wide ? (const void *)k_wide : (const void *)k_small);
+    cudaStream_t s;
+    CK(cudaStreamCreate(&s));
+    float *pool[8], *r, res = 0;
+    for (int i = 0; i < 8; i++)
+        pool[i] = dev_alloc_init(64, 0.5f + (float)i);
+    CK(cudaMalloc((void **)&r, sizeof *r));
+    struct wide_args p; /* k_small reads its first bytes */
+    memset(&p, 0, sizeof p);
+    p.n = 64;
+    for (long it = 0; it < steps; it++) {
+        for (long k = 0; k < K; k++) {
+            p.y = pool[k % 4];
+            p.x = pool[4 + (k + it) % 4];
+            p.k = (int)k;
+            void *args[] = { &p };
+            CK(LAUNCH_BY_HANDLE(h, d1(1), d1(BLOCK), args, 0, s));
+        }
+        reduce(s, r, pool[0], 64);
+        CK(cudaMemcpyAsync(&res, r, sizeof res, cudaMemcpyDeviceToHost, s));
+        CK(cudaStreamSynchronize(s));
+    }
+    printf("res %a\n", res);
+    for (int i = 0; i < 8; i++)
+        print_dev("pool", pool[i], 64);
+    return 0;
+}
