@@ -580,6 +580,10 @@ static void cg_held_to_run(size_t from)
 		}
 	}
 	E.run_ns_ok = 0; /* that submission was not a program call */
+	/* The period search saw none of them: its candidates, each checked
+	 * op by op against the op a period before, start again (kept, they
+	 * paired a kernel with a copy: fuzz seed 20023336). */
+	cg_period_reset(&E.period);
 }
 
 static void cg_defer_clear(void)
