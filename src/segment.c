@@ -233,21 +233,28 @@ void cg_seg_drop_front(struct cg_seg *s, size_t k)
 /* Whether most ops of the two halves of a 2p-op segment carry the same
  * arguments too. A loop's iteration does, but for a counter or an RNG offset;
  * a layer repeated within the iteration does not (other weights). */
-static int cg_values_recur(const struct cg_seg *s, size_t p)
-{
-	size_t same = 0;
-	for (size_t i = 0; i < p; i++) /* values of one kind only (a copy has no kernel to read) */
-		same += (size_t)(s->ops[i].kind == s->ops[i + p].kind && cg_op_same_values(&s->ops[i], &s->ops[i + p]));
-	return 2 * same >= p;
-}
-
 /* Ops alike for periods: of one shape, and kernels of one launch. A
  * kernel's function is a value of its node (cg_op_kernel_is_value), but a
  * loop's iteration repeats its functions: the kernels of one stream are
  * not all one period. */
 static inline int cg_period_alike(const struct cg_op *a, const struct cg_op *b)
 {
-	return a->shape == b->shape && (a->kind != CG_OP_KERNEL || cg_op_same_kernel(a, b));
+	return a->shape == b->shape && a->kind == b->kind && (a->kind != CG_OP_KERNEL || cg_op_same_kernel(a, b));
+}
+
+/* Whether the halves [0,p) and [p,2p) are one iteration twice: alike op by
+ * op (checked again here: ops may have joined the run unseen by the
+ * search, and a copy has no kernel to read), most of them with the same
+ * values. */
+static int cg_values_recur(const struct cg_seg *s, size_t p)
+{
+	size_t same = 0;
+	for (size_t i = 0; i < p; i++) {
+		if (!cg_period_alike(&s->ops[i], &s->ops[i + p]))
+			return 0;
+		same += (size_t)cg_op_same_values(&s->ops[i], &s->ops[i + p]);
+	}
+	return 2 * same >= p;
 }
 
 uint64_t cg_period_key(const struct cg_op *ops, size_t n)

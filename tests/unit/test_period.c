@@ -287,6 +287,38 @@ static void test_early_run(void **state)
 		}
 }
 
+/* Ops that join the segment unseen by the detector (held ops the engine
+ * submitted eagerly): halves that pair a kernel with a copy are no
+ * iteration, and the copy is not read as a kernel (its bytes are no
+ * kernel's: reading them as one would crash). */
+static void test_unseen_ops_checked(void **state)
+{
+	(void)state;
+	struct feed f;
+	feed_init(&f, 2, 4096);
+	assert_int_equal(feed(&f, &ka, 1), CG_PERIOD_NONE);
+	assert_int_equal(feed(&f, &kb, 1), CG_PERIOD_NONE);
+	assert_int_equal(feed(&f, &ka, 2), CG_PERIOD_NONE); /* a period of 2 is born */
+	struct ut_kop op;
+	const struct ut_kernel *unseen[] = { &kb, &ka, &kb };
+	const uint64_t args[] = { 1, 1, 1 };
+	for (int i = 0; i < 3; i++) {
+		ut_shaped(ut_kop(&op, unseen[i], UT_STREAM(1), 1, &args[i]));
+		assert_int_equal(cg_seg_push(&f.seg, &op.op, 0, NULL, NULL), 0);
+	}
+	struct cg_op copy;
+	memset(&copy, 0x41, sizeof copy);
+	copy.kind = CG_OP_COPY;
+	copy.flags = 0;
+	copy.stream = UT_STREAM(1);
+	copy.shape = f.seg.ops[2].shape; /* even where the hashes of shape meet */
+	assert_int_equal(cg_seg_push(&f.seg, &copy, 0, NULL, NULL), 0); /* op 6, where op 2 is a kernel */
+	/* Op 7 is alike op 5: the period of 2 holds there, and its halves
+	 * [0,4) and [4,8) share most values but one pair's kinds. */
+	assert_int_equal(feed(&f, &kb, 1), CG_PERIOD_NONE);
+	cg_seg_free(&f.seg);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -301,6 +333,7 @@ int main(void)
 		cmocka_unit_test_setup(test_one_off_first, setup),
 		cmocka_unit_test_setup(test_min_run, setup),
 		cmocka_unit_test_setup(test_early_run, setup),
+		cmocka_unit_test_setup(test_unseen_ops_checked, setup),
 	};
 	return cmocka_run_group_tests_name("period", tests, NULL, NULL);
 }
