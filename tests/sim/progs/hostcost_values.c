@@ -6,31 +6,34 @@
  * shape of a decoding step whose graphs have an updater. Usage: steps K B. */
 #include "common.h"
 
-struct small_args {
+struct head {
     float *y, *x;
     int n, k;
+};
+struct small_args {
+    struct head h;
     unsigned char rest[632];
 };
 struct wide_args {
-    float *y, *x;
-    int n, k;
+    struct head h;
     unsigned char rest[3352];
 };
 
-static void k_small(const sim_launch *l, void **a)
+static void apply(const sim_launch *l, const struct head *p)
 {
-    const struct small_args *p = (const struct small_args *)a[0];
     int n = cover(l, p->n);
     for (int i = 0; i < n; i++)
         p->y[i] = p->y[i] * 0.5f + p->x[i] * 0.25f + (float)p->k * 0.001f;
 }
 
+static void k_small(const sim_launch *l, void **a)
+{
+    apply(l, &((const struct small_args *)a[0])->h);
+}
+
 static void k_wide(const sim_launch *l, void **a)
 {
-    const struct wide_args *p = (const struct wide_args *)a[0];
-    int n = cover(l, p->n);
-    for (int i = 0; i < n; i++)
-        p->y[i] = p->y[i] * 0.5f + p->x[i] * 0.25f + (float)p->k * 0.001f;
+    apply(l, &((const struct wide_args *)a[0])->h);
 }
 
 int main(int argc, char **argv)
@@ -51,12 +54,12 @@ int main(int argc, char **argv)
     CK(cudaMalloc((void **)&r, sizeof *r));
     struct wide_args p; /* k_small reads its first bytes */
     memset(&p, 0, sizeof p);
-    p.n = 64;
+    p.h.n = 64;
     for (long it = 0; it < steps; it++) {
         for (long k = 0; k < K; k++) {
-            p.y = pool[k % 4];
-            p.x = pool[4 + (k + it) % 4];
-            p.k = (int)k;
+            p.h.y = pool[k % 4];
+            p.h.x = pool[4 + (k + it) % 4];
+            p.h.k = (int)k;
             void *args[] = { &p };
             CK(LAUNCH_BY_HANDLE(h, d1(1), d1(BLOCK), args, 0, s));
         }
