@@ -230,9 +230,6 @@ void cg_seg_drop_front(struct cg_seg *s, size_t k)
 	s->n -= k;
 }
 
-/* Whether most ops of the two halves of a 2p-op segment carry the same
- * arguments too. A loop's iteration does, but for a counter or an RNG offset;
- * a layer repeated within the iteration does not (other weights). */
 /* Ops alike for periods: of one shape, and kernels of one launch. A
  * kernel's function is a value of its node (cg_op_kernel_is_value), but a
  * loop's iteration repeats its functions: the kernels of one stream are
@@ -244,8 +241,9 @@ static inline int cg_period_alike(const struct cg_op *a, const struct cg_op *b)
 
 /* Whether the halves [0,p) and [p,2p) are one iteration twice: alike op by
  * op (checked again here: ops may have joined the run unseen by the
- * search, and a copy has no kernel to read), most of them with the same
- * values. */
+ * search, and a copy has no kernel to read), and most of them with the
+ * same arguments too. A loop's iteration does, but for a counter or an RNG
+ * offset; a layer repeated within the iteration does not (other weights). */
 static int cg_values_recur(const struct cg_seg *s, size_t p)
 {
 	size_t same = 0;
