@@ -3,6 +3,9 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "backend.h"
 #include "devupd.h"
@@ -75,33 +78,44 @@ static inline int cg_upd_same(const uint8_t *a, const uint8_t *b, size_t w)
 	return !memcmp(a, b, w);
 }
 
-/* Whether 32 bytes are the same: equal stretches, most of a PyTorch
- * kernel's parameters, are passed over four words at a time. */
-static inline int cg_upd_same32(const uint8_t *a, const uint8_t *b)
+/* From i, past the 32-byte blocks where a and b are the same: equal
+ * stretches, most of a PyTorch kernel's parameters, are passed over with
+ * the vector unit's compares where there is one (SSE2, x86-64's own). */
+static inline size_t cg_upd_skip_same(const uint8_t *a, const uint8_t *b, size_t i, size_t n)
 {
-	uint64_t d = 0;
-	for (int k = 0; k < 32; k += 8) {
-		uint64_t x, y;
-		memcpy(&x, a + k, 8);
-		memcpy(&y, b + k, 8);
-		d |= x ^ y;
+#ifdef __SSE2__
+	for (size_t end = i + ((n - i) & ~(size_t)31); i < end; i += 32) {
+		const __m128i *x = (const __m128i *)(a + i), *y = (const __m128i *)(b + i);
+		__m128i e = _mm_and_si128(_mm_cmpeq_epi8(_mm_loadu_si128(x), _mm_loadu_si128(y)),
+					  _mm_cmpeq_epi8(_mm_loadu_si128(x + 1), _mm_loadu_si128(y + 1)));
+		if (_mm_movemask_epi8(e) != 0xffff)
+			break;
 	}
-	return !d;
+#else
+	for (; n - i >= 32; i += 32) {
+		uint64_t d = 0;
+		for (int k = 0; k < 32; k += 8) {
+			uint64_t x, y;
+			memcpy(&x, a + i + k, 8);
+			memcpy(&y, b + i + k, 8);
+			d |= x ^ y;
+		}
+		if (d)
+			break;
+	}
+#endif
+	return i;
 }
 
 /* Records for the differing 8-byte-word runs of n bytes that lie at off in
- * the kernel's parameter buffer. */
+ * the kernel's parameter buffer and at at in cgraft's bytes; span grows to
+ * take them, in cgraft's bytes. */
 static int cg_upd_runs(struct cg_upd *u, uint64_t node, const uint8_t *old, const uint8_t *new, size_t n,
-		       uint32_t off, uint32_t *first)
+		       uint32_t off, size_t at_bytes, uint32_t *first, size_t span[2])
 {
 	const size_t maxrec = sizeof u->rec / sizeof u->rec[0];
 	for (size_t i = 0; i < n;) {
-		/* Past a parameter's last change, most of it: the C library's
-		 * widest compare proves the rest equal in one pass. */
-		if (n - i >= 64 && !memcmp(old + i, new + i, n - i))
-			break;
-		while (n - i >= 32 && cg_upd_same32(old + i, new + i))
-			i += 32;
+		i = cg_upd_skip_same(old, new, i, n);
 		/* The next differing word, where there is one. */
 		size_t w = 0;
 		while (i < n) {
@@ -128,6 +142,9 @@ static int cg_upd_runs(struct cg_upd *u, uint64_t node, const uint8_t *old, cons
 							 .size = (uint32_t)(j - i), .data = u->ndata, .kind = *first };
 		memcpy(u->data + u->ndata, new + i, j - i);
 		u->ndata += (uint32_t)(j - i);
+		if (*first)
+			span[0] = at_bytes + i;
+		span[1] = at_bytes + j;
 		*first = 0;
 		i = j;
 	}
@@ -135,16 +152,17 @@ static int cg_upd_runs(struct cg_upd *u, uint64_t node, const uint8_t *old, cons
 }
 
 int cg_upd_add(struct cg_upd *u, uint64_t node, const uint8_t *old, const uint8_t *new, const struct cg_kinfo *ki,
-	       size_t n, const uint32_t *grid)
+	       size_t n, const uint32_t *grid, size_t span[2])
 {
 	uint32_t nrec = u->nrec, ndata = u->ndata, first = CG_UPD_FIRST;
 	int rc = 0;
+	span[0] = span[1] = 0;
 	if (!ki || ki->dense) {
-		rc = cg_upd_runs(u, node, old, new, n, 0, &first);
+		rc = cg_upd_runs(u, node, old, new, n, 0, 0, &first, span);
 	} else {
 		size_t at = 0;
 		for (uint32_t i = 0; i < ki->nparams && !rc; i++) {
-			rc = cg_upd_runs(u, node, old + at, new + at, ki->size[i], ki->off[i], &first);
+			rc = cg_upd_runs(u, node, old + at, new + at, ki->size[i], ki->off[i], at, &first, span);
 			at += ki->size[i];
 		}
 	}

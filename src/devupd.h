@@ -63,10 +63,12 @@ static inline void cg_upd_clear(struct cg_upd *u)
  * at the parameter's place in the kernel's buffer. The bytes are cgraft's
  * (op.h): the parameters one after another as ki sizes them, or, ki NULL,
  * the kernel's buffer itself (n bytes), as they are where ki is dense: then
- * the runs are the buffer's, across its parameters. 0, or -ENOSPC when the largest blob
- * cannot hold it: u is then as before. */
+ * the runs are the buffer's, across its parameters. span gets where the
+ * runs lie in cgraft's bytes, from the first's start to the last's end
+ * (0 and 0 for none): new's bytes there, copied into old, make old new.
+ * 0, or -ENOSPC when the largest blob cannot hold it: u is then as before. */
 int cg_upd_add(struct cg_upd *u, uint64_t node, const uint8_t *old, const uint8_t *new, const struct cg_kinfo *ki,
-	       size_t n, const uint32_t *grid) CG_HIDDEN;
+	       size_t n, const uint32_t *grid, size_t span[2]) CG_HIDDEN;
 /* Writes the blob to out (what follows its data is left as it was: the
  * updater reads only its records) and returns its class, the smallest that
  * holds it; out has cg_upd_class_size(class) bytes. */

@@ -1662,14 +1662,15 @@ static __attribute__((noinline)) int cg_hold_values(struct cg_op *op, struct cg_
 						    const struct cg_op *v)
 {
 	op->nbytes = v->nbytes;
-	int differs = 1;
-	if (cg_seg_push(&E.held, op, 1, v, &differs))
+	/* Its values differ (its parameters do, cg_hold_fast): not
+	 * compared again. */
+	if (cg_seg_push(&E.held, op, 1, NULL, NULL))
 		return 0;
-	if (differs && cg_hostmem_hit(&E.held.ops[pos])) {
+	if (cg_hostmem_hit(&E.held.ops[pos])) {
 		E.held.n = pos;
 		return 0;
 	}
-	cg_held_written(pos, differs); /* t is E.cand[0] */
+	cg_held_written(pos, 1); /* t is E.cand[0] */
 	return cg_fast_hold_at(t, pos);
 }
 

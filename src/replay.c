@@ -1080,28 +1080,37 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
 					  const uint8_t *dirty)
 {
 	struct cg_variant *v = &g->var[0];
-	uint8_t sent[t->n];
+	/* Per node, where its parameters changed (cg_upd_add's span), the
+	 * changes sent: the first byte, and the last's end plus one; 0 when
+	 * not sent. */
+	size_t sent[t->n][2];
 	int k = 0;
 	cg_upd_clear(g->ub[0]);
 	for (size_t i = 0; i < t->n; i++) {
-		sent[i] = 0;
+		sent[i][1] = 0;
 		const struct cg_op *o = &ops[i], *was = &v->vals[i];
-		if (!dirty[i] || !g->node[i] || cg_op_same_values(was, o))
+		if (!dirty[i] || !g->node[i])
 			continue;
 		int copyk = g->copyk[i];
-		if (copyk ? cg_copy_overlaps(o) : g->devnode[i] && !cg_op_same_kernel(was, o)) {
-			/* Built again at once, this node updated from the host
-			 * (a copy: a copy node). */
-			cg_debug("node %zu of a %zu-op graph takes %s: built again, its updates from the host", i, t->n,
-				 copyk ? "a copy between overlapping ranges" : "another kernel");
-			if (!cg_kvar_mark(g, t, i))
-				g->upgrade = 1;
-			return NULL;
-		}
-		if (!g->devnode[i]) {
-			if (cg_update_node(g, t, v, i, o, 0))
+		/* A device-updatable kernel node keeping its kernel has its
+		 * values compared as its blob's records are found. */
+		if (copyk || !g->devnode[i] || !cg_op_same_kernel(was, o)) {
+			if (cg_op_same_values(was, o))
+				continue;
+			if (copyk ? cg_copy_overlaps(o) : g->devnode[i] != 0) {
+				/* Built again at once, this node updated from the
+				 * host (a copy: a copy node). */
+				cg_debug("node %zu of a %zu-op graph takes %s: built again, its updates from the host",
+					 i, t->n, copyk ? "a copy between overlapping ranges" : "another kernel");
+				if (!cg_kvar_mark(g, t, i))
+					g->upgrade = 1;
 				return NULL;
-			continue;
+			}
+			if (!g->devnode[i]) {
+				if (cg_update_node(g, t, v, i, o, 0))
+					return NULL;
+				continue;
+			}
 		}
 		/* The bytes that take the node from was to o, and its grid where that changes. */
 		struct cg_copy_args ca, cb;
@@ -1126,7 +1135,8 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
 			if (memcmp(was->u.k.grid, o->u.k.grid, sizeof o->u.k.grid))
 				grid = o->u.k.grid;
 		}
-		while (cg_upd_add(g->ub[k], g->devnode[i], pa, pb, ki, nb, grid)) {
+		size_t span[2];
+		while (cg_upd_add(g->ub[k], g->devnode[i], pa, pb, ki, nb, grid, span)) {
 			if (!g->ub[k]->nrec || k + 1 == g->nupd || cg_upd_scratch(g, k + 1)) {
 				/* More updaters take more nodes, not a node's
 				 * changes past one blob. */
@@ -1138,7 +1148,12 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
 			}
 			cg_upd_clear(g->ub[++k]);
 		}
-		sent[i] = 1;
+		if (!copyk && span[0] == span[1] && !grid)
+			continue; /* the values it has */
+		/* A kernel's parameter bytes from its first change to its last
+		 * (none where only its grid changed); a copy's whole values. */
+		sent[i][0] = copyk ? 0 : span[0];
+		sent[i][1] = copyk ? 1 : span[1] + 1;
 	}
 	uint64_t c0 = cg_cost_start();
 	CUresult rc = CUDA_SUCCESS;
@@ -1169,12 +1184,13 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
 		return NULL;
 	}
 	for (size_t i = 0; i < t->n; i++)
-		if (sent[i]) {
+		if (sent[i][1]) {
 			cg_log_update(t, i, &v->vals[i], &ops[i], " on the device");
 			if (ops[i].kind == CG_OP_COPY) {
 				v->vals[i].u.cp = ops[i].u.cp;
 			} else {
-				memcpy((void *)v->vals[i].u.k.params, ops[i].u.k.params, ops[i].nbytes);
+				size_t lo = sent[i][0], hi = sent[i][1] - 1;
+				memcpy((uint8_t *)v->vals[i].u.k.params + lo, ops[i].u.k.params + lo, hi - lo);
 				cg_op_copy_grid(&v->vals[i], &ops[i]);
 			}
 			cg_stat_add(node_updates, 1);

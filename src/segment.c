@@ -108,7 +108,8 @@ static uint64_t cg_copy_params(uint8_t *__restrict p, const struct cg_op *op, co
 				diff |= w ^ v;
 			} else {
 				memcpy(p + off, args[i], sz);
-				diff |= (uint64_t)(memcmp(p + off, exp + off, sz) != 0);
+				if (exp != p)
+					diff |= (uint64_t)(memcmp(p + off, exp + off, sz) != 0);
 			}
 		}
 		return diff;
@@ -117,7 +118,8 @@ static uint64_t cg_copy_params(uint8_t *__restrict p, const struct cg_op *op, co
 	const void *src = op->u.k.extra ? op->u.k.extra : op->u.k.params;
 	if (src && op->nbytes) {
 		memcpy(p, src, op->nbytes);
-		diff = (uint64_t)(memcmp(p, exp, op->nbytes) != 0);
+		if (exp != p)
+			diff = (uint64_t)(memcmp(p, exp, op->nbytes) != 0);
 	}
 	return diff;
 }

@@ -1,9 +1,10 @@
 /* Workload of scripts/host-cost's second count: steps of K launches through
  * __cudaLaunchKernel of a kernel whose one parameter is a struct of B bytes
  * (648: PyTorch's elementwise kernels; 3,368: its multi-tensor-apply
- * kernels), two of its words changing at every step, as a tensor's address
- * does, then a reduction read back into pageable memory and a sync: the
- * shape of a decoding step whose graphs have an updater. Usage: steps K B. */
+ * kernels), two of its words changing at every step, far apart: a tensor's
+ * address near its start, and a slot of three taken in turn near its end,
+ * then a reduction read back into pageable memory and a sync: the shape of
+ * a decoding step whose graphs have an updater. Usage: steps K B. */
 #include "common.h"
 
 struct head {
@@ -19,21 +20,27 @@ struct wide_args {
     unsigned char rest[3352];
 };
 
-static void apply(const sim_launch *l, const struct head *p)
+/* The slot's word lies this far from the struct's end. */
+#define SLOT_FROM_END 40
+
+static void apply(const sim_launch *l, const struct head *p, const unsigned char *end)
 {
-    int n = cover(l, p->n);
+    int n = cover(l, p->n), slot;
+    memcpy(&slot, end - SLOT_FROM_END, sizeof slot);
     for (int i = 0; i < n; i++)
-        p->y[i] = p->y[i] * 0.5f + p->x[i] * 0.25f + (float)p->k * 0.001f;
+        p->y[i] = p->y[i] * 0.5f + p->x[i] * 0.25f + (float)p->k * 0.001f + (float)slot * 0.01f;
 }
 
 static void k_small(const sim_launch *l, void **a)
 {
-    apply(l, &((const struct small_args *)a[0])->h);
+    const struct small_args *p = a[0];
+    apply(l, &p->h, (const unsigned char *)(p + 1));
 }
 
 static void k_wide(const sim_launch *l, void **a)
 {
-    apply(l, &((const struct wide_args *)a[0])->h);
+    const struct wide_args *p = a[0];
+    apply(l, &p->h, (const unsigned char *)(p + 1));
 }
 
 int main(int argc, char **argv)
@@ -55,7 +62,10 @@ int main(int argc, char **argv)
     struct wide_args p; /* k_small reads its first bytes */
     memset(&p, 0, sizeof p);
     p.h.n = 64;
+    size_t size = wide ? sizeof(struct wide_args) : sizeof(struct small_args);
     for (long it = 0; it < steps; it++) {
+        int slot = (int)(it % 3);
+        memcpy((unsigned char *)&p + size - SLOT_FROM_END, &slot, sizeof slot);
         for (long k = 0; k < K; k++) {
             p.h.y = pool[k % 4];
             p.h.x = pool[4 + (k + it) % 4];
