@@ -1,8 +1,11 @@
 // Node updates from the host against updates applied on the device by a kernel
 // at the head of the graph (device-updatable kernel nodes, CUDA 12.4+).
 //
-//   nvcc -O2 -arch=sm_90 -rdc=true -DWORDS_=81 -o devupdate scripts/probes/devupdate.cu -lcudadevrt
+//   nvcc -O2 -arch=sm_90 -rdc=true -DWORDS_=81 -o devupdate scripts/probes/devupdate.cu -lcudadevrt -lcuda
 //   ./devupdate [nodes]
+// So linked (the device runtime's library), mode dev's head kernel sets a node
+// wrong now and then, as docs/architecture.md records; cgraft's updater is
+// built as a whole program (src/gen_updater.py).
 // With DEVUPD_CUBIN=file, the head kernel of mode dev is devupdate_kernel.cuh's,
 // loaded through the driver from a cubin built on its own (-cubin -rdc=true,
 // then nvlink with -lcudadevrt, or not).
