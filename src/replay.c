@@ -94,6 +94,8 @@ struct cg_graph {
 	int nupd;
 	CUcontext upd_ctx;
 	uint64_t *devnode;
+	/* Per op, the changes a launch sent it (cg_pick_updated). */
+	uint32_t (*sent)[2];
 	struct cg_upd *ub[CG_UPD_CHAIN];
 	uint8_t *blob;
 	/* Without one: kernel nodes updated from the host over the last
@@ -380,8 +382,9 @@ static int cg_upd_scratch(struct cg_graph *g, int k)
 static int cg_add_updaters(struct cg_graph *g, const struct cg_tmpl *t, int n)
 {
 	g->devnode = calloc(t->n, sizeof *g->devnode);
+	g->sent = calloc(t->n, sizeof *g->sent);
 	g->blob = calloc(1, CG_UPD_MAX);
-	if (!g->devnode || !g->blob || cg_upd_scratch(g, 0))
+	if (!g->devnode || !g->sent || !g->blob || cg_upd_scratch(g, 0))
 		return -ENOMEM;
 	g->upd_ctx = t->ops[0].ctx;
 	for (int k = 0; k < n; k++) {
@@ -902,6 +905,7 @@ static void cg_graph_free_memory(struct cg_graph *g)
 	free(g->fork);
 	free(g->stage_off);
 	free(g->devnode);
+	free(g->sent);
 	for (int k = 0; k < CG_UPD_CHAIN; k++)
 		free(g->ub[k]);
 	free(g->blob);
@@ -1083,7 +1087,7 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
 	/* Per node, where its parameters changed (cg_upd_add's span), the
 	 * changes sent: the first byte, and the last's end plus one; 0 when
 	 * not sent. */
-	size_t sent[t->n][2];
+	uint32_t(*sent)[2] = g->sent;
 	int k = 0;
 	cg_upd_clear(g->ub[0]);
 	for (size_t i = 0; i < t->n; i++) {
@@ -1152,8 +1156,8 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
 			continue; /* the values it has */
 		/* A kernel's parameter bytes from its first change to its last
 		 * (none where only its grid changed); a copy's whole values. */
-		sent[i][0] = copyk ? 0 : span[0];
-		sent[i][1] = copyk ? 1 : span[1] + 1;
+		sent[i][0] = copyk ? 0 : (uint32_t)span[0];
+		sent[i][1] = copyk ? 1 : (uint32_t)span[1] + 1;
 	}
 	uint64_t c0 = cg_cost_start();
 	CUresult rc = CUDA_SUCCESS;
