@@ -3,7 +3,10 @@
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
-#ifdef __SSE2__
+/* CG_UPD_SCALAR: the compare without the vector unit, as where there is
+ * none (the unit test devupd-scalar builds it so). */
+#if defined(__SSE2__) && !defined(CG_UPD_SCALAR)
+#define CG_UPD_SSE2 1
 #include <emmintrin.h>
 #endif
 
@@ -83,7 +86,7 @@ static inline int cg_upd_same(const uint8_t *a, const uint8_t *b, size_t w)
  * the vector unit's compares where there is one (SSE2, x86-64's own). */
 static inline size_t cg_upd_skip_same(const uint8_t *a, const uint8_t *b, size_t i, size_t n)
 {
-#ifdef __SSE2__
+#ifdef CG_UPD_SSE2
 	for (size_t end = i + ((n - i) & ~(size_t)31); i < end; i += 32) {
 		const __m128i *x = (const __m128i *)(a + i), *y = (const __m128i *)(b + i);
 		__m128i e = _mm_and_si128(_mm_cmpeq_epi8(_mm_loadu_si128(x), _mm_loadu_si128(y)),
