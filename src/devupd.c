@@ -111,10 +111,9 @@ static inline size_t cg_upd_skip_same(const uint8_t *a, const uint8_t *b, size_t
 }
 
 /* Records for the differing 8-byte-word runs of n bytes that lie at off in
- * the kernel's parameter buffer and at at in cgraft's bytes; span grows to
- * take them, in cgraft's bytes. */
+ * the kernel's parameter buffer and at at_bytes in cgraft's bytes. */
 static int cg_upd_runs(struct cg_upd *u, uint64_t node, const uint8_t *old, const uint8_t *new, size_t n,
-		       uint32_t off, size_t at_bytes, uint32_t *first, size_t span[2])
+		       uint32_t off, size_t at_bytes, uint32_t *first)
 {
 	const size_t maxrec = sizeof u->rec / sizeof u->rec[0];
 	for (size_t i = 0; i < n;) {
@@ -141,13 +140,11 @@ static int cg_upd_runs(struct cg_upd *u, uint64_t node, const uint8_t *old, cons
 		if (u->nrec == maxrec || 8 + (u->nrec + 1) * sizeof(struct cg_upd_rec) + at + (j - i) > CG_UPD_MAX)
 			return -ENOSPC;
 		u->ndata = at;
+		u->at[u->nrec] = (uint32_t)(at_bytes + i);
 		u->rec[u->nrec++] = (struct cg_upd_rec){ .node = node, .off = off + (uint32_t)i,
 							 .size = (uint32_t)(j - i), .data = u->ndata, .kind = *first };
 		memcpy(u->data + u->ndata, new + i, j - i);
 		u->ndata += (uint32_t)(j - i);
-		if (*first)
-			span[0] = at_bytes + i;
-		span[1] = at_bytes + j;
 		*first = 0;
 		i = j;
 	}
@@ -155,17 +152,16 @@ static int cg_upd_runs(struct cg_upd *u, uint64_t node, const uint8_t *old, cons
 }
 
 int cg_upd_add(struct cg_upd *u, uint64_t node, const uint8_t *old, const uint8_t *new, const struct cg_kinfo *ki,
-	       size_t n, const uint32_t *grid, size_t span[2])
+	       size_t n, const uint32_t *grid)
 {
 	uint32_t nrec = u->nrec, ndata = u->ndata, first = CG_UPD_FIRST;
 	int rc = 0;
-	span[0] = span[1] = 0;
 	if (!ki || ki->dense) {
-		rc = cg_upd_runs(u, node, old, new, n, 0, 0, &first, span);
+		rc = cg_upd_runs(u, node, old, new, n, 0, 0, &first);
 	} else {
 		size_t at = 0;
 		for (uint32_t i = 0; i < ki->nparams && !rc; i++) {
-			rc = cg_upd_runs(u, node, old + at, new + at, ki->size[i], ki->off[i], at, &first, span);
+			rc = cg_upd_runs(u, node, old + at, new + at, ki->size[i], ki->off[i], at, &first);
 			at += ki->size[i];
 		}
 	}
@@ -176,6 +172,7 @@ int cg_upd_add(struct cg_upd *u, uint64_t node, const uint8_t *old, const uint8_
 			rc = -ENOSPC;
 		} else {
 			u->ndata = at;
+			u->at[u->nrec] = UINT32_MAX; /* not cgraft's bytes */
 			u->rec[u->nrec++] = (struct cg_upd_rec){ .node = node, .data = u->ndata, .kind = first | CG_UPD_GRID };
 			memcpy(u->data + u->ndata, grid, 12);
 			u->ndata += 12;
@@ -186,6 +183,13 @@ int cg_upd_add(struct cg_upd *u, uint64_t node, const uint8_t *old, const uint8_
 		u->ndata = ndata;
 	}
 	return rc;
+}
+
+void cg_upd_apply(const struct cg_upd *u, uint32_t from, uint32_t to, uint8_t *old, const uint8_t *new)
+{
+	for (uint32_t r = from; r < to; r++)
+		if (!(u->rec[r].kind & CG_UPD_GRID))
+			memcpy(old + u->at[r], new + u->at[r], u->rec[r].size);
 }
 
 int cg_upd_finish(const struct cg_upd *u, uint8_t *out)

@@ -31,9 +31,11 @@ struct cg_upd_rec {
 #define CG_UPD_GRID 1u
 #define CG_UPD_FIRST 2u
 
-/* A blob being made. */
+/* A blob being made; at, kept on the host only: where each record's
+ * bytes lie in cgraft's bytes of its node (cg_upd_apply). */
 struct cg_upd {
 	struct cg_upd_rec rec[CG_UPD_MAX / sizeof(struct cg_upd_rec)];
+	uint32_t at[CG_UPD_MAX / sizeof(struct cg_upd_rec)];
 	uint8_t data[CG_UPD_MAX];
 	uint32_t nrec, ndata;
 };
@@ -63,12 +65,16 @@ static inline void cg_upd_clear(struct cg_upd *u)
  * at the parameter's place in the kernel's buffer. The bytes are cgraft's
  * (op.h): the parameters one after another as ki sizes them, or, ki NULL,
  * the kernel's buffer itself (n bytes), as they are where ki is dense: then
- * the runs are the buffer's, across its parameters. span gets where the
- * runs lie in cgraft's bytes, from the first's start to the last's end
- * (0 and 0 for none): new's bytes there, copied into old, make old new.
- * 0, or -ENOSPC when the largest blob cannot hold it: u is then as before. */
+ * the runs are the buffer's, across its parameters. The node's records are
+ * u's from its nrec before the call to its nrec after (none: the same values
+ * and grid). 0, or -ENOSPC when the largest blob cannot hold it: u is then
+ * as before. */
 int cg_upd_add(struct cg_upd *u, uint64_t node, const uint8_t *old, const uint8_t *new, const struct cg_kinfo *ki,
-	       size_t n, const uint32_t *grid, size_t span[2]) CG_HIDDEN;
+	       size_t n, const uint32_t *grid) CG_HIDDEN;
+/* Copies the bytes of records from to to - 1, one node's (cg_upd_add), from
+ * new to old, cgraft's bytes as cg_upd_add had them: old then holds new's
+ * values, where they differed and nowhere else. */
+void cg_upd_apply(const struct cg_upd *u, uint32_t from, uint32_t to, uint8_t *old, const uint8_t *new) CG_HIDDEN;
 /* Writes the blob to out (what follows its data is left as it was: the
  * updater reads only its records) and returns its class, the smallest that
  * holds it; out has cg_upd_class_size(class) bytes. */

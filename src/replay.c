@@ -1084,9 +1084,9 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
 					  const uint8_t *dirty)
 {
 	struct cg_variant *v = &g->var[0];
-	/* Per node, where its parameters changed (cg_upd_add's span), the
-	 * changes sent: the first byte, and the last's end plus one; 0 when
-	 * not sent. */
+	/* Per node, the changes sent: its updater and first record
+	 * (updater << 16 | record), and the record after its last (a copy:
+	 * 0 and 1); 0 when not sent. */
 	uint32_t(*sent)[2] = g->sent;
 	int k = 0;
 	cg_upd_clear(g->ub[0]);
@@ -1139,8 +1139,8 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
 			if (memcmp(was->u.k.grid, o->u.k.grid, sizeof o->u.k.grid))
 				grid = o->u.k.grid;
 		}
-		size_t span[2];
-		while (cg_upd_add(g->ub[k], g->devnode[i], pa, pb, ki, nb, grid, span)) {
+		uint32_t from;
+		while (from = g->ub[k]->nrec, cg_upd_add(g->ub[k], g->devnode[i], pa, pb, ki, nb, grid)) {
 			if (!g->ub[k]->nrec || k + 1 == g->nupd || cg_upd_scratch(g, k + 1)) {
 				/* More updaters take more nodes, not a node's
 				 * changes past one blob. */
@@ -1152,12 +1152,12 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
 			}
 			cg_upd_clear(g->ub[++k]);
 		}
-		if (!copyk && span[0] == span[1] && !grid)
+		if (!copyk && g->ub[k]->nrec == from)
 			continue; /* the values it has */
-		/* A kernel's parameter bytes from its first change to its last
-		 * (none where only its grid changed); a copy's whole values. */
-		sent[i][0] = copyk ? 0 : (uint32_t)span[0];
-		sent[i][1] = copyk ? 1 : (uint32_t)span[1] + 1;
+		/* A kernel's changed runs (none where only its grid changed); a
+		 * copy's whole values. */
+		sent[i][0] = copyk ? 0 : (uint32_t)k << 16 | from;
+		sent[i][1] = copyk ? 1 : g->ub[k]->nrec;
 	}
 	uint64_t c0 = cg_cost_start();
 	CUresult rc = CUDA_SUCCESS;
@@ -1193,8 +1193,9 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
 			if (ops[i].kind == CG_OP_COPY) {
 				v->vals[i].u.cp = ops[i].u.cp;
 			} else {
-				size_t lo = sent[i][0], hi = sent[i][1] - 1;
-				memcpy((uint8_t *)v->vals[i].u.k.params + lo, ops[i].u.k.params + lo, hi - lo);
+				/* Where the parameters changed, and the grid. */
+				cg_upd_apply(g->ub[sent[i][0] >> 16], sent[i][0] & 0xffff, sent[i][1],
+					     (uint8_t *)v->vals[i].u.k.params, ops[i].u.k.params);
 				cg_op_copy_grid(&v->vals[i], &ops[i]);
 			}
 			cg_stat_add(node_updates, 1);

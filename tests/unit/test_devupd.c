@@ -1,8 +1,9 @@
 /* Unit tests of the updater's blobs (src/devupd.h): applied as the updater
  * applies them (src/updater.cu), they take each node's parameter buffer,
  * the kernel's layout with its padding, from the old values to the new, and
- * no byte else; a blob too large for the updater is refused whole. The span
- * cg_upd_add gives, copied, takes cgraft's own bytes to the new ones. */
+ * no byte else; a blob too large for the updater is refused whole. A
+ * node's records, applied to cgraft's own bytes (cg_upd_apply), take them
+ * to the new ones, writing where they differ and nowhere else. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -54,14 +55,33 @@ static void apply(const uint8_t *blob, struct node *nodes, int nnodes)
 
 static struct cg_upd u;
 
-/* new's bytes in span, copied into old's, make new: what the pick keeps. */
-static void check_span(const uint8_t *old, const uint8_t *new, size_t n, const size_t span[2])
+/* cg_upd_add, and its records applied to cgraft's bytes as the pick keeps
+ * them: old becomes new, and bytes in no record are not written (a buffer
+ * of junk keeps them). */
+static int add_checked(uint64_t node, const uint8_t *old, const uint8_t *new, const struct cg_kinfo *k, size_t n,
+		       const uint32_t *grid)
 {
-	uint8_t kept[4096];
-	assert_true(n <= sizeof kept && span[0] <= span[1] && span[1] <= n);
+	uint8_t kept[4096], junk[4096], mask[4096] = { 0 };
+	assert_true(n <= sizeof kept);
+	uint32_t from = u.nrec;
+	int rc = cg_upd_add(&u, node, old, new, k, n, grid);
+	if (rc)
+		return rc;
 	memcpy(kept, old, n);
-	memcpy(kept + span[0], new + span[0], span[1] - span[0]);
+	cg_upd_apply(&u, from, u.nrec, kept, new);
 	assert_memory_equal(kept, new, n);
+	for (size_t b = 0; b < n; b++)
+		junk[b] = (uint8_t)(b * 131 + 7);
+	memcpy(kept, junk, n);
+	cg_upd_apply(&u, from, u.nrec, kept, new);
+	for (uint32_t r = from; r < u.nrec; r++)
+		if (!(u.rec[r].kind & CG_UPD_GRID)) {
+			assert_true(u.at[r] + u.rec[r].size <= n);
+			memset(mask + u.at[r], 1, u.rec[r].size);
+		}
+	for (size_t b = 0; b < n; b++)
+		assert_int_equal(kept[b], mask[b] ? new[b] : junk[b]);
+	return 0;
 }
 
 static void test_roundtrip(void **state)
@@ -90,9 +110,7 @@ static void test_roundtrip(void **state)
 			int grid = rand() % 5 == 0;
 			if (grid)
 				memcpy(want[k].grid, g, 12);
-			size_t span[2];
-			assert_int_equal(cg_upd_add(&u, (uint64_t)k + 1, old[k], new[k], &ki, COMPACT, grid ? g : NULL, span), 0);
-			check_span(old[k], new[k], COMPACT, span);
+			assert_int_equal(add_checked((uint64_t)k + 1, old[k], new[k], &ki, COMPACT, grid ? g : NULL), 0);
 		}
 		uint8_t blob[CG_UPD_MAX];
 		int c = cg_upd_finish(&u, blob);
@@ -129,11 +147,8 @@ static void test_wide(void **state)
 		memcpy(dev, old, W);
 		cg_upd_clear(&u);
 		const struct cg_kinfo *k = round % 2 ? &wki : NULL;
-		size_t span[2];
-		assert_int_equal(cg_upd_add(&u, 1, old, new, k, W, NULL, span), 0);
+		assert_int_equal(add_checked(1, old, new, k, W, NULL), 0);
 		assert_int_equal(u.nrec > 0, changed);
-		assert_int_equal(span[1] > span[0], changed);
-		check_span(old, new, W, span);
 		assert_true(u.nrec <= (uint32_t)changes);
 		uint8_t blob[CG_UPD_MAX];
 		cg_upd_finish(&u, blob);
@@ -163,11 +178,10 @@ static void test_dense(void **state)
 	new[9] ^= 0x5A;  /* the second parameter */
 	new[13] ^= 0x3C; /* the third: the same 8-byte word */
 	cg_upd_clear(&u);
-	size_t span[2];
-	assert_int_equal(cg_upd_add(&u, 1, old, new, &dki, D, NULL, span), 0);
+	assert_int_equal(add_checked(1, old, new, &dki, D, NULL), 0);
 	assert_int_equal(u.nrec, 1);
-	assert_int_equal(span[0], 8);
-	assert_int_equal(span[1], 16);
+	assert_int_equal(u.at[0], 8);
+	assert_int_equal(u.rec[0].size, 8);
 	srand(13);
 	for (int round = 0; round < 2000; round++) {
 		for (int b = 0; b < D; b++)
@@ -177,9 +191,8 @@ static void test_dense(void **state)
 			new[rand() % D] ^= (uint8_t)(1 + rand() % 255);
 		memcpy(dev, old, D);
 		cg_upd_clear(&u);
-		assert_int_equal(cg_upd_add(&u, 1, old, new, &dki, D, NULL, span), 0);
+		assert_int_equal(add_checked(1, old, new, &dki, D, NULL), 0);
 		assert_true(u.nrec <= (uint32_t)changes);
-		check_span(old, new, D, span);
 		uint8_t blob[CG_UPD_MAX];
 		cg_upd_finish(&u, blob);
 		for (uint32_t i = 0; i < u.nrec; i++) {
@@ -201,11 +214,11 @@ static void test_first_flags(void **state)
 	memset(b, 1, sizeof b);
 	cg_upd_clear(&u);
 	uint32_t g[3] = { 2, 1, 1 };
-	size_t span[2];
-	assert_int_equal(cg_upd_add(&u, 1, a, b, &ki, COMPACT, g, span), 0);
-	assert_int_equal(cg_upd_add(&u, 2, a, b, NULL, COMPACT, NULL, span), 0);
-	assert_int_equal(cg_upd_add(&u, 3, a, a, &ki, COMPACT, NULL, span), 0);
-	assert_int_equal(span[0], span[1]); /* nothing changed */
+	assert_int_equal(add_checked(1, a, b, &ki, COMPACT, g), 0);
+	assert_int_equal(add_checked(2, a, b, NULL, COMPACT, NULL), 0);
+	uint32_t nrec = u.nrec;
+	assert_int_equal(add_checked(3, a, a, &ki, COMPACT, NULL), 0);
+	assert_int_equal(u.nrec, nrec); /* nothing changed: no record */
 	/* node 1: five parameters and a grid; node 2: one run of the buffer */
 	assert_int_equal(u.nrec, 7);
 	for (uint32_t i = 0; i < u.nrec; i++)
@@ -223,12 +236,11 @@ static void test_full(void **state)
 	memset(b, 0xff, sizeof b);
 	cg_upd_clear(&u);
 	int k = 0;
-	size_t span[2];
-	while (cg_upd_add(&u, (uint64_t)k + 1, a, b, NULL, sizeof a, NULL, span) == 0)
+	while (add_checked((uint64_t)k + 1, a, b, NULL, sizeof a, NULL) == 0)
 		k++;
 	assert_true(k >= 6);
 	uint32_t nrec = u.nrec, ndata = u.ndata;
-	assert_int_equal(cg_upd_add(&u, 99, a, b, NULL, sizeof a, NULL, span), -ENOSPC);
+	assert_int_equal(cg_upd_add(&u, 99, a, b, NULL, sizeof a, NULL), -ENOSPC);
 	assert_int_equal(u.nrec, nrec);
 	assert_int_equal(u.ndata, ndata);
 	uint8_t blob[CG_UPD_MAX];
