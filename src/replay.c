@@ -858,6 +858,35 @@ int cg_graph_build(const struct cg_tmpl *t, struct cg_graph **out, const CUstrea
 	return 0;
 }
 
+/* How many updaters would take the changes from g's last launch to ops,
+ * were t's graph built with them (its kernel nodes that keep their kernel):
+ * 1 to CG_UPD_CHAIN, or CG_UPD_CHAIN + 1 where they take less. */
+static int cg_upd_need(const struct cg_graph *g, const struct cg_tmpl *t, const struct cg_op *ops)
+{
+	const struct cg_variant *v = &g->var[g->predict];
+	struct cg_upd *u = malloc(sizeof *u);
+	int k = 1;
+	if (!u)
+		return k;
+	cg_upd_clear(u);
+	for (size_t i = 0; i < t->n && k <= CG_UPD_CHAIN; i++) {
+		const struct cg_op *o = &ops[i], *was = &v->vals[i];
+		if (o->kind != CG_OP_KERNEL || was->kind != CG_OP_KERNEL || !cg_op_same_kernel(was, o))
+			continue;
+		const uint32_t *grid = memcmp(was->u.k.grid, o->u.k.grid, sizeof o->u.k.grid) ? o->u.k.grid : NULL;
+		while (cg_upd_add(u, i + 1, was->u.k.params, o->u.k.params,
+				  o->flags & CG_F_PACKED ? NULL : o->u.k.ki, o->nbytes, grid)) {
+			if (!u->nrec || ++k > CG_UPD_CHAIN) {
+				k = CG_UPD_CHAIN + 1; /* more than one blob a node, or than the chain */
+				break;
+			}
+			cg_upd_clear(u);
+		}
+	}
+	free(u);
+	return k;
+}
+
 /* t's graph built again, with an updater or without, once its last launch
  * is done (the old one's staging and events go with it), its nodes holding
  * ops, this launch's values: the recording's may lie far behind them, more
@@ -868,8 +897,21 @@ static struct cg_graph *cg_graph_rebuild(struct cg_tmpl *t, const struct cg_op *
 	struct cg_graph *g = t->g, *ng = NULL;
 	struct cg_tmpl now = *t;
 	now.ops = (struct cg_op *)ops;
-	int nupd = !g->downgrade ? 1 : g->grow && g->nupd * 2 <= CG_UPD_CHAIN ? g->nupd * 2 : 0;
-	g->upgrade = 0; /* a graph that must lose its updaters tries again at its next launch */
+	/* Given updaters, as many as the last launch's changes take (none
+	 * where that is more than CG_UPD_CHAIN), not one at first and then
+	 * more, each a build; twice as many where they took less. */
+	int nupd = 0;
+	if (!g->downgrade)
+		nupd = cg_upd_need(g, t, ops);
+	else if (g->grow)
+		nupd = g->nupd == CG_UPD_CHAIN ? CG_UPD_CHAIN + 1 : g->nupd * 2 < CG_UPD_CHAIN ? g->nupd * 2 : CG_UPD_CHAIN;
+	if (nupd > CG_UPD_CHAIN)
+		nupd = 0;
+	g->upgrade = 0;
+	if (!nupd && !g->nupd) {
+		g->no_upgrade = 1; /* as it is: built again, it would be the same */
+		return NULL;
+	} /* a graph that must lose its updaters tries again at its next launch */
 	if ((nupd && !cg_wants_updater(t)) || CG_BK(stream_sync, g->dag.streams[0]) != CUDA_SUCCESS ||
 	    cg_graph_make(&now, &ng, NULL, nupd, g->kvar))
 		return NULL;

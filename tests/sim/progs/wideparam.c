@@ -1,13 +1,14 @@
 /* Scenario: ten kernels an iteration, each taking a 4 KB struct by value
  * whose every word changes at every iteration (as PyTorch's tensor lists
  * hold what the host stack held): 40 KB of changes a launch, more than one
- * updater takes (devupd.h). The graph built again with an updater is built
- * once more with two, which take them. With the argument "huge", 40 kernels
- * of 16 KB structs: any eight of them change more than CG_UPD_CHAIN
- * updaters take, and their graphs end without. With "alternate" as well,
- * nine such kernels an iteration, their values as phase() says: the graph,
- * built again without updaters at a launch of new values, later gets a
- * variant for the recording's, which its exec must be brought to. */
+ * updater takes (devupd.h). The graph is built again with two updaters at
+ * once, which take them. With the argument "huge", 40 kernels of 16 KB
+ * structs: any eight of them change more than CG_UPD_CHAIN updaters take,
+ * and their graphs stay without. With "alternate" as well, nine such
+ * kernels an iteration, their values as phase() says: the graph, built
+ * again with one updater and then more as its changes grow, then without
+ * at a launch of new values, later gets a variant for the recording's,
+ * which its exec must be brought to. */
 #include <stddef.h>
 #include <string.h>
 
@@ -32,11 +33,18 @@ static void k_wide(const sim_launch *l, void **a)
 }
 
 /* The "alternate" values: those of the recording for three iterations,
- * new ones at each of the next 27 (the graph is built again with updaters,
- * more of them, then without), then the recording's and another in turn. */
+ * new ones at each of the next 37, in their first 50 words only up to the
+ * 24th (the graph is built again with one updater, which takes them), then
+ * in every word (built again with more updaters, then without), then the
+ * recording's and another in turn. */
 static int phase(int it)
 {
-    return it < 3 ? 0 : it < 30 ? it + 100 : it % 2;
+    return it < 3 ? 0 : it < 40 ? it + 100 : it % 2;
+}
+
+static int phase_words(int it, int words)
+{
+    return it >= 3 && it < 24 ? 50 : words;
 }
 
 static void k_huge(const sim_launch *l, void **a)
@@ -64,8 +72,9 @@ int main(int argc, char **argv)
     p.words = words;
     for (int it = 0; it < (alternate ? 120 : 40); it++) {
         for (int k = 0; k < K; k++) {
+            int changed = alternate ? phase_words(it, words) : words;
             for (int j = 0; j < words; j++)
-                p.c[j] = (float)(((alternate ? phase(it) : it) * 31 + k * 7 + j) % 97);
+                p.c[j] = (float)(((j < changed ? alternate ? phase(it) : it : 0) * 31 + k * 7 + j) % 97);
             void *args[] = { &p };
             CK(cudaLaunchKernel(huge ? (const void *)k_huge : (const void *)k_wide, d1(grid_for(N)), d1(BLOCK), args, 0, s));
         }
