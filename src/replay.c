@@ -908,7 +908,7 @@ static struct cg_graph *cg_graph_rebuild(struct cg_tmpl *t, const struct cg_op *
 	if (nupd > CG_UPD_CHAIN)
 		nupd = 0;
 	g->upgrade = 0;
-	if (!nupd && !g->nupd) {
+	if (!nupd && !g->nupd && !g->downgrade) {
 		g->no_upgrade = 1; /* as it is: built again, it would be the same */
 		return NULL;
 	} /* a graph that must lose its updaters tries again at its next launch */
