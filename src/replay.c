@@ -860,7 +860,7 @@ int cg_graph_build(const struct cg_tmpl *t, struct cg_graph **out, const CUstrea
 
 /* How many updaters would take the changes from g's last launch to ops,
  * were t's graph built with them (its kernel nodes that keep their kernel):
- * 1 to CG_UPD_CHAIN, or CG_UPD_CHAIN + 1 where they take less. */
+ * 1 to CG_UPD_CHAIN, or CG_UPD_CHAIN + 1 where those take less. */
 static int cg_upd_need(const struct cg_graph *g, const struct cg_tmpl *t, const struct cg_op *ops)
 {
 	const struct cg_variant *v = &g->var[g->predict];
@@ -907,11 +907,11 @@ static struct cg_graph *cg_graph_rebuild(struct cg_tmpl *t, const struct cg_op *
 		nupd = g->nupd == CG_UPD_CHAIN ? CG_UPD_CHAIN + 1 : g->nupd * 2 < CG_UPD_CHAIN ? g->nupd * 2 : CG_UPD_CHAIN;
 	if (nupd > CG_UPD_CHAIN)
 		nupd = 0;
-	g->upgrade = 0;
+	g->upgrade = 0; /* a graph that must lose its updaters tries again at its next launch */
 	if (!nupd && !g->nupd && !g->downgrade) {
 		g->no_upgrade = 1; /* as it is: built again, it would be the same */
 		return NULL;
-	} /* a graph that must lose its updaters tries again at its next launch */
+	}
 	if ((nupd && !cg_wants_updater(t)) || CG_BK(stream_sync, g->dag.streams[0]) != CUDA_SUCCESS ||
 	    cg_graph_make(&now, &ng, NULL, nupd, g->kvar))
 		return NULL;
