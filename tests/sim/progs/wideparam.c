@@ -72,9 +72,9 @@ int main(int argc, char **argv)
     p.words = words;
     for (int it = 0; it < (alternate ? 120 : 40); it++) {
         for (int k = 0; k < K; k++) {
-            int changed = alternate ? phase_words(it, words) : words;
+            int v = alternate ? phase(it) : it, changed = alternate ? phase_words(it, words) : words;
             for (int j = 0; j < words; j++)
-                p.c[j] = (float)(((j < changed ? alternate ? phase(it) : it : 0) * 31 + k * 7 + j) % 97);
+                p.c[j] = (float)(((j < changed ? v : 0) * 31 + k * 7 + j) % 97);
             void *args[] = { &p };
             CK(cudaLaunchKernel(huge ? (const void *)k_huge : (const void *)k_wide, d1(grid_for(N)), d1(BLOCK), args, 0, s));
         }
