@@ -901,17 +901,19 @@ static struct cg_graph *cg_graph_rebuild(struct cg_tmpl *t, const struct cg_op *
 	 * where that is more than CG_UPD_CHAIN), not one at first and then
 	 * more, each a build; twice as many where they took less. */
 	int nupd = 0;
-	if (!g->downgrade)
+	if (!g->downgrade) {
 		nupd = cg_upd_need(g, t, ops);
-	else if (g->grow)
-		nupd = g->nupd == CG_UPD_CHAIN ? CG_UPD_CHAIN + 1 : g->nupd * 2 < CG_UPD_CHAIN ? g->nupd * 2 : CG_UPD_CHAIN;
-	if (nupd > CG_UPD_CHAIN)
-		nupd = 0;
-	g->upgrade = 0; /* a graph that must lose its updaters tries again at its next launch */
-	if (!nupd && !g->nupd && !g->downgrade) {
-		g->no_upgrade = 1; /* as it is: built again, it would be the same */
-		return NULL;
+		if (nupd > CG_UPD_CHAIN && !g->nupd) {
+			g->upgrade = 0;
+			g->no_upgrade = 1; /* as it is: built again, it would be the same */
+			return NULL;
+		}
+		if (nupd > CG_UPD_CHAIN)
+			nupd = 0;
+	} else if (g->grow && g->nupd < CG_UPD_CHAIN) {
+		nupd = g->nupd * 2 < CG_UPD_CHAIN ? g->nupd * 2 : CG_UPD_CHAIN;
 	}
+	g->upgrade = 0; /* a graph that must lose its updaters tries again at its next launch */
 	if ((nupd && !cg_wants_updater(t)) || CG_BK(stream_sync, g->dag.streams[0]) != CUDA_SUCCESS ||
 	    cg_graph_make(&now, &ng, NULL, nupd, g->kvar))
 		return NULL;
