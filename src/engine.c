@@ -192,6 +192,12 @@ static struct {
 		uint64_t shape, last, before;
 	} started[CG_STARTED];
 	uint64_t quiet, passive_until;
+	/* The engine came back on (from standing aside, a pause, a capture):
+	 * the run starts wherever the program is, mid-step as like as not,
+	 * not where the offsets of templates' starts were counted from. Till
+	 * the run ends, a template also starts where an op is its first as
+	 * its graph last ran, at whatever offset (cg_phase_starting). */
+	int phase_lost;
 	int passive_rounds;
 	struct cg_tmpl *graveyard;   /* to be freed by the next turn */
 	struct cg_tmpl *pinned;      /* buried while a host waits for its read-back */
@@ -388,8 +394,12 @@ static void cg_stand_aside_changed(void)
 {
 	cg_graph_settle();
 	E.epoch++; /* work enqueued while standing aside goes unseen */
-	atomic_store(&cg_hot.engine_on, cg_opt.enable && !atomic_load(&cg_dead) && !atomic_load(&cg_capturing) &&
-					    !atomic_load(&cg_paused) && !atomic_load(&cg_governed));
+	int was = atomic_load(&cg_hot.engine_on);
+	int on = cg_opt.enable && !atomic_load(&cg_dead) && !atomic_load(&cg_capturing) && !atomic_load(&cg_paused) &&
+		 !atomic_load(&cg_governed);
+	atomic_store(&cg_hot.engine_on, on);
+	if (on && !was)
+		E.phase_lost = 1;
 }
 
 static int cg_in_window(void)
@@ -956,6 +966,7 @@ static void cg_run_clear(void)
 	E.run_ns_ok = 1;
 	E.run_nev = 0;
 	E.anchor = NULL;
+	E.phase_lost = 0;
 }
 
 /* The run ends: learn from it, build what recurs, start a new one. Returns
@@ -1744,6 +1755,33 @@ static void cg_fast_limit(void)
 	E.fast_upto = lim;
 }
 
+/* Whether op is t's first op as t's graph last ran it: grid and values. */
+static int cg_first_as_ran(const struct cg_tmpl *t, const struct cg_op *op)
+{
+	if (!t->g)
+		return 0;
+	const struct cg_op *x = cg_graph_expect(t, 0);
+	if (op->kind != CG_OP_KERNEL)
+		return cg_op_same_values(x, op);
+	return op->u.k.args && op->u.k.ki == x->u.k.ki && cg_op_same_grid(x, op) && cg_params_equal(op, x->u.k.params);
+}
+
+/* The phase lost (E.phase_lost): the templates op starts at an offset in
+ * the run their starts do not name: those whose first op it is as it last
+ * ran. An op of the same shape elsewhere in a step, with other values,
+ * starts none (at its phase, the whole step's graph would replay with its
+ * nodes changed at every launch); where the values are alike, a wrong
+ * start diverges, as any. */
+static int cg_phase_starting(const struct cg_op *op)
+{
+	struct cg_tmpl *t[CG_MAX_CAND];
+	int k = cg_table_starting(op, E.segno, E.anchor, 0, t, CG_MAX_CAND), n = 0;
+	for (int i = 0; i < k; i++)
+		if (cg_first_as_ran(t[i], op))
+			E.cand[n++] = t[i];
+	return n;
+}
+
 /* In record mode: whether op starts a template (a chain's expected next
  * piece first), and then holds it. */
 static int cg_try_start(struct cg_op *op, struct cg_wait *wait)
@@ -1772,6 +1810,8 @@ static int cg_try_start(struct cg_op *op, struct cg_wait *wait)
 		/* The one replayed most first: the fast path follows it, and
 		 * it decides whether this replay is timed. */
 		E.ncand = cg_table_starting(op, E.segno, E.anchor, E.run.n, E.cand, CG_MAX_CAND);
+		if (cg_unlikely(!E.ncand && E.phase_lost))
+			E.ncand = cg_phase_starting(op);
 		cg_start_predict(op);
 	}
 	E.expect = NULL;

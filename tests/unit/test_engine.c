@@ -1123,6 +1123,51 @@ static void test_memory_wait_node(void **state)
 	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 1);
 }
 
+
+/* Where the run starts amid a step (cgraft on again after a pause), a
+ * template starts where an op is its first as its graph last ran, at any
+ * offset; not one of other values. Where the phase
+ * is known (the run starts at a sync), only where its starts were counted:
+ * the same op at another offset runs eagerly. */
+int cgraft_set_enabled(int on);
+
+static void test_phase_lost(void **state)
+{
+	(void)state;
+	CUstream s = UT_STREAM(2);
+	const uint64_t a[] = { BUF(1), BUF(2), BUF(3), BUF(4) };
+	struct iter it = { .n = 4, .a = a };
+	for (int i = 0; i < 4; i++)
+		run_iter(&it, s);
+	struct launch l;
+	size_t m = fk_mark();
+	run_iter(&it, s);
+	assert_int_equal(count_res(&it, CG_DEFERRED), 4);
+	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 1);
+
+	/* Paused amid a step, on again amid it: K(3) and K(4) eagerly, K(1) of
+	 * other values too, then the step's first op as it ran, at offset 3. */
+	assert_int_equal(cgraft_set_enabled(0), 1);
+	assert_int_equal(call(launch(&l, 1, s, 1, a[0], 0), 0), CG_PASS);
+	assert_int_equal(call(launch(&l, 2, s, 1, a[1], 0), 1), CG_PASS);
+	assert_int_equal(cgraft_set_enabled(1), 0);
+	m = fk_mark();
+	assert_int_equal(call(launch(&l, 3, s, 1, a[2], 0), 2), CG_EAGER);
+	assert_int_equal(call(launch(&l, 4, s, 1, a[3], 0), 3), CG_EAGER);
+	assert_int_equal(call(launch(&l, 1, s, 1, a[0] + 64, 0), 4), CG_EAGER);
+	run_iter(&it, s);
+	assert_int_equal(count_res(&it, CG_DEFERRED), 4);
+	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 1);
+
+	/* The phase known again: after the sync, the same op at offset 1 is
+	 * no start. */
+	m = fk_mark();
+	assert_int_equal(call(launch(&l, 6, s, 1, BUF(9), 0), 0), CG_EAGER);
+	run_iter(&it, s);
+	assert_int_equal(count_res(&it, CG_EAGER), 4);
+	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1149,6 +1194,7 @@ int main(void)
 		cmocka_unit_test_setup(test_grid_value, setup),
 		cmocka_unit_test_setup(test_unsaid_free_forgets_memory_graphs, setup),
 		cmocka_unit_test_setup(test_memory_wait_node, setup),
+		cmocka_unit_test_setup(test_phase_lost, setup),
 	};
 	return cmocka_run_group_tests_name("engine", tests, group_setup, NULL);
 }
