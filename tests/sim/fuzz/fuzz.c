@@ -37,6 +37,10 @@
  * FUZZ_VALUE_WAITS=all gives stream waits on memory to every program whose
  * profile draws them, as the generator did before they became a third
  * (regressions.txt names the generator its seeds need).
+ * FUZZ_PAUSES=N switches cgraft off and on again (cgraft_set_enabled), in
+ * turn, before every Nth op the program runs, wherever it is (as the
+ * governor's probes do); the program is the same, and bare runs make no such
+ * call.
  */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -4831,6 +4835,30 @@ static void exec_op(xctx_t *X, const op_t *o, int it)
     }
 }
 
+/* FUZZ_PAUSES=N: before every Nth op, cgraft off, or on again. */
+static int g_pause_every;
+static int (*g_pause_set)(int);
+static long g_pause_ops;
+static pthread_once_t g_pause_once = PTHREAD_ONCE_INIT;
+
+static void pause_init(void)
+{
+    const char *v = getenv("FUZZ_PAUSES");
+    g_pause_every = v ? atoi(v) : 0;
+    if (g_pause_every > 0)
+        g_pause_set = (int (*)(int))dlsym(RTLD_DEFAULT, "cgraft_set_enabled");
+}
+
+static void maybe_pause(void)
+{
+    pthread_once(&g_pause_once, pause_init);
+    if (!g_pause_set)
+        return;
+    long k = __atomic_add_fetch(&g_pause_ops, 1, __ATOMIC_RELAXED);
+    if (k % g_pause_every == 0)
+        g_pause_set(k / g_pause_every % 2 == 0);
+}
+
 static void exec_section(xctx_t *X, int sec, int it)
 {
     const seq_t *q = &X->R->P->sec[sec];
@@ -4839,6 +4867,7 @@ static void exec_section(xctx_t *X, int sec, int it)
     for (int i = 0; i < q->n; i++) {
         if (pred(&q->v[i], it)) {
             X->sec = sec;
+            maybe_pause();
             exec_op(X, &q->v[i], it);
         }
     }
