@@ -3,11 +3,11 @@
  * as the governor's probes pause it: the step resumes at another op than
  * the one its graphs start at. Its graphs are to be found again where the
  * step comes to their first op, not learnt and built anew at the phase the
- * run resumed at; op 12 is the step's first op again, values and all:
- * where the phase is lost, it starts a replay that diverges at once. Between the two pauses, a sync,
- * after which the step's first op has another value: the graphs start
- * there as after any sync (the phase is known again) and take the new
- * value. Usage: phase_aside [pause 0|1] */
+ * run resumed at. Op 12 is the step's first op again, values and all: where
+ * the phase is lost, it starts a replay that diverges at once. Between the
+ * two pauses, a sync, after which the step's first op has another value:
+ * the graphs start there as after any sync (the phase is known again) and
+ * take the new value. Usage: phase_aside [pause 0|1] */
 #include <dlfcn.h>
 
 #include "common.h"
@@ -19,7 +19,7 @@ static const int kernel_of[P] = { 0, 1, 2, 2, 0, 1, 1, 2, 0, 2, 1, 0, 0, 2, 1, 1
 
 static void op(cudaStream_t s, float *y, float *x, int k, int it)
 {
-    int n = 32 + 8 * k; /* each op of the step its own grid */
+    int n = 32 + 8 * k; /* each op of the step its own size */
     if (k == 12) /* the step's first op again, as it is */
         k = 0, n = 32;
     switch (kernel_of[k]) {
