@@ -1123,12 +1123,11 @@ static void test_memory_wait_node(void **state)
 	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 1);
 }
 
-
 /* Where the run starts amid a step (cgraft on again after a pause), a
  * template starts where an op is its first as its graph last ran, at any
- * offset; not one of other values. Where the phase
- * is known (the run starts at a sync), only where its starts were counted:
- * the same op at another offset runs eagerly. */
+ * offset; not one of other values. Where the phase is known (the run
+ * starts at a sync), only where its starts were counted: the same op at
+ * another offset runs eagerly. */
 int cgraft_set_enabled(int on);
 
 static void test_phase_lost(void **state)
