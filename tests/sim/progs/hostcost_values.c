@@ -56,6 +56,9 @@ int main(int argc, char **argv)
     cudaStream_t s;
     CK(cudaStreamCreate(&s));
     float *pool[8], *r, res = 0;
+    /* Every step's result: a node left with an earlier step's values shows
+     * here even where later steps wash it out of the pool. */
+    uint64_t steps_seen = 0;
     for (int i = 0; i < 8; i++)
         pool[i] = dev_alloc_init(64, 0.5f + (float)i);
     CK(cudaMalloc((void **)&r, sizeof *r));
@@ -76,8 +79,11 @@ int main(int argc, char **argv)
         reduce(s, r, pool[0], 64);
         CK(cudaMemcpyAsync(&res, r, sizeof res, cudaMemcpyDeviceToHost, s));
         CK(cudaStreamSynchronize(s));
+        uint32_t bits;
+        memcpy(&bits, &res, sizeof bits);
+        steps_seen = (steps_seen ^ bits) * 1099511628211ull;
     }
-    printf("res %a\n", res);
+    printf("res %a steps %016llx\n", res, (unsigned long long)steps_seen);
     for (int i = 0; i < 8; i++)
         print_dev("pool", pool[i], 64);
     return 0;
