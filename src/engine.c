@@ -198,6 +198,10 @@ static struct {
 	 * the run ends, a template also starts where an op is its first as
 	 * its graph last ran, at whatever offset (cg_phase_starting). */
 	int phase_lost;
+	/* A replay diverged and the run goes on with no end in sight: where no
+	 * template started by this offset in it, the phase is taken as lost
+	 * (0: none). */
+	size_t phase_lost_at;
 	int passive_rounds;
 	struct cg_tmpl *graveyard;   /* to be freed by the next turn */
 	struct cg_tmpl *pinned;      /* buried while a host waits for its read-back */
@@ -967,6 +971,7 @@ static void cg_run_clear(void)
 	E.run_nev = 0;
 	E.anchor = NULL;
 	E.phase_lost = 0;
+	E.phase_lost_at = 0;
 }
 
 /* The run ends: learn from it, build what recurs, start a new one. Returns
@@ -1451,9 +1456,13 @@ static void cg_resolve(int foreign, int diverged)
 		k = t->n;
 		launched = t;
 	}
+	size_t longest = 0;
 	if (k < n && diverged && !t) {
-		for (int i = 0; i < E.ncand; i++)
+		for (int i = 0; i < E.ncand; i++) {
 			cg_tmpl_note_divergence(E.cand[i], E.segno);
+			if (E.cand[i]->n > longest)
+				longest = E.cand[i]->n;
+		}
 		cg_stat_add(divergences, 1);
 	}
 	/* What is left may be whole templates still: a loop's last groups,
@@ -1489,6 +1498,10 @@ static void cg_resolve(int foreign, int diverged)
 	if (launched)
 		cg_after_launch(launched);
 	cg_held_to_run(k);
+	/* Past twice the candidates' length with no start, the run is
+	 * where the counted offsets name none (cg_phase_starting). */
+	if (longest)
+		E.phase_lost_at = E.run.n + 2 * longest;
 	const void *owner = E.owner;
 	cg_defer_clear();
 	cg_frees_out(foreign, owner);
@@ -1782,6 +1795,19 @@ static int cg_phase_starting(const struct cg_op *op)
 	return n;
 }
 
+/* Whether the run went on past E.phase_lost_at with no template started:
+ * from there the phase is lost, as after standing aside. */
+static int cg_phase_lost_late(void)
+{
+	if (!E.phase_lost_at || E.run.n < E.phase_lost_at)
+		return 0;
+	E.phase_lost_at = 0;
+	E.phase_lost = 1;
+	cg_debug("no template started by op %zu of a run past a divergence: templates start again at their "
+		 "first op as it last ran", E.run.n);
+	return 1;
+}
+
 /* In record mode: whether op starts a template (a chain's expected next
  * piece first), and then holds it. */
 static int cg_try_start(struct cg_op *op, struct cg_wait *wait)
@@ -1810,7 +1836,7 @@ static int cg_try_start(struct cg_op *op, struct cg_wait *wait)
 		/* The one replayed most first: the fast path follows it, and
 		 * it decides whether this replay is timed. */
 		E.ncand = cg_table_starting(op, E.segno, E.anchor, E.run.n, E.cand, CG_MAX_CAND);
-		if (cg_unlikely(!E.ncand && E.phase_lost))
+		if (cg_unlikely(!E.ncand) && (E.phase_lost || cg_phase_lost_late()))
 			E.ncand = cg_phase_starting(op);
 		cg_start_predict(op);
 	}

@@ -1167,6 +1167,34 @@ static void test_phase_lost(void **state)
 	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 0);
 }
 
+/* A divergence in a run no sync ends: the step right after it runs
+ * eagerly (its offsets name no start); a few steps on, with still no
+ * start, the template starts at its first op as it ran. */
+static void test_phase_lost_after_divergence(void **state)
+{
+	(void)state;
+	CUstream s = UT_STREAM(2);
+	const uint64_t a[] = { BUF(1), BUF(2), BUF(3), BUF(4) };
+	struct iter it = { .n = 4, .a = a };
+	for (int i = 0; i < 5; i++)
+		run_iter(&it, s);
+	struct launch l;
+	size_t m = fk_mark();
+	assert_int_equal(call(launch(&l, 1, s, 1, a[0], 0), 0), CG_DEFERRED);
+	assert_int_equal(call(launch(&l, 5, s, 1, a[1], 0), 1), CG_EAGER);
+	assert_int_equal(call(launch(&l, 3, s, 1, a[2], 0), 2), CG_EAGER);
+	assert_int_equal(call(launch(&l, 4, s, 1, a[3], 0), 3), CG_EAGER);
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(call(launch(&l, i + 1, s, 1, a[i], 0), 4 + i), CG_EAGER);
+	int deferred = 0;
+	for (int step = 0; step < 4 && !deferred; step++)
+		for (int i = 0; i < 4; i++)
+			deferred += call(launch(&l, i + 1, s, 1, a[i], 0), 8 + 4 * step + i) == CG_DEFERRED;
+	assert_int_equal(deferred, 4);
+	assert_int_equal(fk_count(FK_GRAPH_LAUNCH, m), 1);
+	sync_point();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1194,6 +1222,7 @@ int main(void)
 		cmocka_unit_test_setup(test_unsaid_free_forgets_memory_graphs, setup),
 		cmocka_unit_test_setup(test_memory_wait_node, setup),
 		cmocka_unit_test_setup(test_phase_lost, setup),
+		cmocka_unit_test_setup(test_phase_lost_after_divergence, setup),
 	};
 	return cmocka_run_group_tests_name("engine", tests, group_setup, NULL);
 }

@@ -7,7 +7,10 @@
  * the phase is lost, it starts a replay that diverges at once. Between the
  * two pauses, a sync, after which the step's first op has another value:
  * the graphs start there as after any sync (the phase is known again) and
- * take the new value. Usage: phase_aside [pause 0|1] */
+ * take the new value. With a step given, that step's op 5 is another
+ * kernel: the replay diverges there, in a run no sync ends, and the steps
+ * after it are to replay again, not run eagerly till the next sync.
+ * Usage: phase_aside [pause 0|1] [step] */
 #include <dlfcn.h>
 
 #include "common.h"
@@ -17,12 +20,13 @@ enum { P = 24, ITERS = 160 };
 /* The step's kernels, in no order a shift of the step would repeat. */
 static const int kernel_of[P] = { 0, 1, 2, 2, 0, 1, 1, 2, 0, 2, 1, 0, 0, 2, 1, 1, 0, 2, 0, 1, 2, 2, 1, 0 };
 
-static void op(cudaStream_t s, float *y, float *x, int k, int it)
+static void op(cudaStream_t s, float *y, float *x, int k, int it, int odd)
 {
     int n = 32 + 8 * k; /* each op of the step its own size */
     if (k == 12) /* the step's first op again, as it is */
         k = 0, n = 32;
-    switch (kernel_of[k]) {
+    switch (odd && k == 5 ? 3 : kernel_of[k]) {
+    case 3: sq(s, y, n); break;
     case 0: axpb(s, y, 0.5f, (float)k + (k == 0 && it >= 100 ? 1.0f : 0.0f), n); break;
     case 1: acc(s, x, y, 0.25f, n); break;
     default: mix(s, y, x, y, n); break;
@@ -31,7 +35,7 @@ static void op(cudaStream_t s, float *y, float *x, int k, int it)
 
 int main(int argc, char **argv)
 {
-    int pause = argc > 1 ? atoi(argv[1]) : 1;
+    int pause = argc > 1 ? atoi(argv[1]) : 1, odd_step = argc > 2 ? atoi(argv[2]) : -1;
     register_kernels();
     int (*set)(int) = (int (*)(int))dlsym(RTLD_DEFAULT, "cgraft_set_enabled");
     cudaStream_t s;
@@ -43,7 +47,7 @@ int main(int argc, char **argv)
                 set(0);
             if (pause && set && ((it == 62 && k == 13) || (it == 112 && k == 2)))
                 set(1);
-            op(s, y, x, k, it);
+            op(s, y, x, k, it, it == odd_step);
         }
         if (it == 99)
             CK(cudaStreamSynchronize(s));
