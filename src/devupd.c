@@ -83,16 +83,41 @@ static inline int cg_upd_same(const uint8_t *a, const uint8_t *b, size_t w)
 
 /* From i, past the 32-byte blocks where a and b are the same: equal
  * stretches, most of a PyTorch kernel's parameters, are passed over with
- * the vector unit's compares where there is one (SSE2, x86-64's own). */
+ * the vector unit's compares where there is one (SSE2, x86-64's own), 64
+ * bytes a turn, and a block that differs is left at its first differing
+ * word (i counts 8-byte words from the parameter's start). */
+#ifdef CG_UPD_SSE2
+static inline __m128i cg_upd_eq16(const uint8_t *a, const uint8_t *b)
+{
+	return _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)a), _mm_loadu_si128((const __m128i *)b));
+}
+
+/* The first differing word of a block of 16-byte compares e (m: their
+ * masks, 16 bits each), at i. */
+static inline size_t cg_upd_first_word(size_t i, uint64_t m)
+{
+	return i + ((size_t)__builtin_ctzll(~m) & ~(size_t)7);
+}
+#endif
+
 static inline size_t cg_upd_skip_same(const uint8_t *a, const uint8_t *b, size_t i, size_t n)
 {
 #ifdef CG_UPD_SSE2
-	for (size_t end = i + ((n - i) & ~(size_t)31); i < end; i += 32) {
-		const __m128i *x = (const __m128i *)(a + i), *y = (const __m128i *)(b + i);
-		__m128i e = _mm_and_si128(_mm_cmpeq_epi8(_mm_loadu_si128(x), _mm_loadu_si128(y)),
-					  _mm_cmpeq_epi8(_mm_loadu_si128(x + 1), _mm_loadu_si128(y + 1)));
-		if (_mm_movemask_epi8(e) != 0xffff)
-			break;
+	for (size_t end = i + ((n - i) & ~(size_t)63); i < end; i += 64) {
+		__m128i e0 = cg_upd_eq16(a + i, b + i), e1 = cg_upd_eq16(a + i + 16, b + i + 16);
+		__m128i e2 = cg_upd_eq16(a + i + 32, b + i + 32), e3 = cg_upd_eq16(a + i + 48, b + i + 48);
+		if (_mm_movemask_epi8(_mm_and_si128(_mm_and_si128(e0, e1), _mm_and_si128(e2, e3))) != 0xffff)
+			return cg_upd_first_word(i, (uint64_t)_mm_movemask_epi8(e0) |
+							    (uint64_t)_mm_movemask_epi8(e1) << 16 |
+							    (uint64_t)_mm_movemask_epi8(e2) << 32 |
+							    (uint64_t)_mm_movemask_epi8(e3) << 48);
+	}
+	if (n - i >= 32) {
+		uint64_t m = (uint64_t)_mm_movemask_epi8(cg_upd_eq16(a + i, b + i)) |
+			     (uint64_t)_mm_movemask_epi8(cg_upd_eq16(a + i + 16, b + i + 16)) << 16;
+		if (m != 0xffffffff)
+			return cg_upd_first_word(i, m);
+		i += 32;
 	}
 #else
 	for (; n - i >= 32; i += 32) {
@@ -143,7 +168,10 @@ static int cg_upd_runs(struct cg_upd *u, uint64_t node, const uint8_t *old, cons
 		u->at[u->nrec] = (uint32_t)(at_bytes + i);
 		u->rec[u->nrec++] = (struct cg_upd_rec){ .node = node, .off = off + (uint32_t)i,
 							 .size = (uint32_t)(j - i), .data = u->ndata, .kind = *first };
-		memcpy(u->data + u->ndata, new + i, j - i);
+		if (j - i == 8) /* a word, most runs: copied inline, not by a call */
+			memcpy(u->data + u->ndata, new + i, 8);
+		else
+			memcpy(u->data + u->ndata, new + i, j - i);
 		u->ndata += (uint32_t)(j - i);
 		*first = 0;
 		i = j;

@@ -126,7 +126,8 @@ static void test_roundtrip(void **state)
 
 /* A wide parameter (PyTorch's 648-byte structs), changed in a few places
  * anywhere, its last bytes short of a word included: the blob takes it to
- * the new bytes, and equal stretches make no record. */
+ * the new bytes in runs of its 8-byte words, and equal stretches make no
+ * record. */
 static void test_wide(void **state)
 {
 	(void)state;
@@ -158,6 +159,7 @@ static void test_wide(void **state)
 			struct cg_upd_rec r;
 			memcpy(&r, blob + 8 + i * sizeof r, sizeof r);
 			assert_true(r.off + r.size <= W && r.size <= 8 * (uint32_t)changes);
+			assert_int_equal(r.off % 8, 0); /* runs of the parameter's words */
 			memcpy(dev + r.off, blob + 8 + r.data, r.size);
 		}
 		assert_memory_equal(dev, new, W);
