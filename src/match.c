@@ -428,8 +428,16 @@ void cg_tmpl_note_replay(struct cg_tmpl *t, uint64_t ns, uint64_t segno, int bac
 	/* The first replay also pays for what the first launch of a graph
 	 * and of cgraft's own threads cost once: it is not a sample, nor is
 	 * one that built its graph again. */
-	if (ns && t->replays > 0 && !t->rebuilt)
-		t->replay_ns = t->replay_ns ? 0.8 * t->replay_ns + 0.2 * (double)ns : (double)ns;
+	if (ns && t->replays > 0 && !t->rebuilt) {
+		/* A sample counts at most twice the mean so far: one replay
+		 * the host was taken from (a preemption, a page fault) does not
+		 * make replay look slower than eager; replays slower at every
+		 * sample still do, a few samples on. */
+		double x = (double)ns;
+		if (t->replay_ns && x > 2 * t->replay_ns)
+			x = 2 * t->replay_ns;
+		t->replay_ns = t->replay_ns ? 0.8 * t->replay_ns + 0.2 * x : x;
+	}
 	t->replays++;
 	t->rebuilt = 0;
 	/* A few samples tell when replay costs far more; more when it is close. */
