@@ -81,25 +81,26 @@ static inline int cg_upd_same(const uint8_t *a, const uint8_t *b, size_t w)
 	return !memcmp(a, b, w);
 }
 
-/* From i, past the 32-byte blocks where a and b are the same: equal
- * stretches, most of a PyTorch kernel's parameters, are passed over with
- * the vector unit's compares where there is one (SSE2, x86-64's own), 64
- * bytes a turn, and a block that differs is left at its first differing
- * word (i counts 8-byte words from the parameter's start). */
 #ifdef CG_UPD_SSE2
+/* Byte by byte, whether 16 bytes of a and b are the same. */
 static inline __m128i cg_upd_eq16(const uint8_t *a, const uint8_t *b)
 {
 	return _mm_cmpeq_epi8(_mm_loadu_si128((const __m128i *)a), _mm_loadu_si128((const __m128i *)b));
 }
 
-/* The first differing word of a block of 16-byte compares e (m: their
- * masks, 16 bits each), at i. */
+/* The word of the first differing byte of a block at i, m the block's
+ * compares' masks (bit k set: byte i + k the same). */
 static inline size_t cg_upd_first_word(size_t i, uint64_t m)
 {
 	return i + ((size_t)__builtin_ctzll(~m) & ~(size_t)7);
 }
 #endif
 
+/* From i, past the blocks where a and b are the same: equal stretches,
+ * most of a PyTorch kernel's parameters, are passed over with the vector
+ * unit's compares where there is one (SSE2, x86-64's own: 64 bytes a turn
+ * and then 32, a block that differs left at its first differing word; i
+ * counts 8-byte words from the parameter's start). */
 static inline size_t cg_upd_skip_same(const uint8_t *a, const uint8_t *b, size_t i, size_t n)
 {
 #ifdef CG_UPD_SSE2
