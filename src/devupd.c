@@ -100,7 +100,7 @@ static inline size_t cg_upd_first_word(size_t i, uint64_t m)
  * most of a PyTorch kernel's parameters, are passed over with the vector
  * unit's compares where there is one (SSE2, x86-64's own: 64 bytes a turn
  * and then 32, a block that differs left at its first differing word; i
- * counts 8-byte words from the parameter's start). */
+ * a multiple of 8 from the parameter's start). */
 static inline size_t cg_upd_skip_same(const uint8_t *a, const uint8_t *b, size_t i, size_t n)
 {
 #ifdef CG_UPD_SSE2

@@ -198,9 +198,9 @@ static struct {
 	 * the run ends, a template also starts where an op is its first as
 	 * its graph last ran, at whatever offset (cg_phase_starting). */
 	int phase_lost;
-	/* A replay diverged and the run goes on with no end in sight: where no
-	 * template started by this offset in it, the phase is taken as lost
-	 * (0: none). */
+	/* A replay diverged and the run went on from there: where it reaches
+	 * this offset with nothing launched (which ends it), the phase is
+	 * taken as lost (0: none). */
 	size_t phase_lost_at;
 	int passive_rounds;
 	struct cg_tmpl *graveyard;   /* to be freed by the next turn */
@@ -980,8 +980,10 @@ static int cg_run_end(int host_waits)
 {
 	size_t n = E.run.n;
 	cg_period_reset(&E.period);
-	if (!n)
+	if (!n) {
+		E.phase_lost_at = 0; /* a run dropped, or ended by launches: the phase is known */
 		return 0;
+	}
 	E.gaps_before = E.gaps_now;
 	E.gaps_now.n = 0;
 	E.segno++;
@@ -1498,9 +1500,10 @@ static void cg_resolve(int foreign, int diverged)
 	if (launched)
 		cg_after_launch(launched);
 	cg_held_to_run(k);
-	/* Past twice the candidates' length with no start, the run is
-	 * where the counted offsets name none (cg_phase_starting). */
-	if (longest)
+	/* Twice the longest candidate's length past the held ops with no
+	 * launch, the run is where the counted offsets name no start
+	 * (cg_phase_starting). Held ops all launched, it starts anew. */
+	if (longest && k < n)
 		E.phase_lost_at = E.run.n + 2 * longest;
 	const void *owner = E.owner;
 	cg_defer_clear();
@@ -1795,8 +1798,8 @@ static int cg_phase_starting(const struct cg_op *op)
 	return n;
 }
 
-/* Whether the run went on past E.phase_lost_at with no template started:
- * from there the phase is lost, as after standing aside. */
+/* Whether the run reached E.phase_lost_at (nothing launched since the
+ * divergence): from there the phase is lost, as after standing aside. */
 static int cg_phase_lost_late(void)
 {
 	if (!E.phase_lost_at || E.run.n < E.phase_lost_at)

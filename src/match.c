@@ -429,10 +429,11 @@ void cg_tmpl_note_replay(struct cg_tmpl *t, uint64_t ns, uint64_t segno, int bac
 	 * and of cgraft's own threads cost once: it is not a sample, nor is
 	 * one that built its graph again. */
 	if (ns && t->replays > 0 && !t->rebuilt) {
-		/* A sample counts at most twice the mean so far: one replay
-		 * the host was taken from (a preemption, a page fault) does not
-		 * make replay look slower than eager; replays slower at every
-		 * sample still do, a few samples on. */
+		/* A sample counts at most twice the mean so far: past a
+		 * round's first sample, one replay the host was taken from (a
+		 * preemption, a page fault) does not make replay look slower
+		 * than eager; replays slower at every sample still do, a few
+		 * samples on (the mean grows by a fifth at most a sample). */
 		double x = (double)ns;
 		if (t->replay_ns && x > 2 * t->replay_ns)
 			x = 2 * t->replay_ns;

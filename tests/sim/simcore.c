@@ -2074,8 +2074,8 @@ static void *alloc_new_locked(size_t n, int kind, struct CUctx_st *c, unsigned f
     if (!p) {
         /* Fresh memory reads as zeros, as a device's fresh pages do:
          * whatever MALLOC_PERTURB_ the tests run under, a program that
-         * reads memory it never wrote gets the same values. A spare keeps
-         * what it held, as a caching allocator's blocks do. */
+         * reads fresh memory it never wrote gets the same values. A spare
+         * keeps what it held, as a caching allocator's blocks do. */
         if (posix_memalign(&p, 256, n ? n : 1))
             return NULL;
         memset(p, 0, n);

@@ -537,7 +537,8 @@ static void test_backoff_slow(void **state)
 		cg_tmpl_note_replay(v, 5000, 1, 1);
 	assert_int_equal(v->state, CG_T_BACKOFF);
 	/* A launch that built its graph again is not a sample (six of them
-	 * in a row, each slower than eager by far). */
+	 * in a row, each slower than eager by far: as samples, even bounded
+	 * at twice the mean, they would lift it past eager's). */
 	struct cg_tmpl *w = cg_tmpl_new(run.ops, run.n, 1000);
 	for (int i = 0; i < 20; i++) {
 		w->rebuilt = i >= 4 && i < 10;
