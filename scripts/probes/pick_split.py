@@ -4,7 +4,8 @@ Adds timers to the copy of cgraft's sources in TREE (src/replay.c): a build
 of it prints, at exit, a line `PICKDIAG` with the time of each part of a
 graph launch over the calls timed with cgraft_call_time_ns(2): the pick
 with and without updaters, a variant's instantiation, the updaters' loop
-over the nodes (u_loop1), their driver calls (u_drv), the records applied
+over the nodes (u_loop1; u_nodes compared, u_bytes of parameters, u_recs
+records written), their driver calls (u_drv), the records applied
 to the values kept (u_apply), the driver's launch; and the cost of a clock
 read. For a diagnostic build only: the timers cost two clock reads each.
 
@@ -16,7 +17,7 @@ import sys
 p = sys.argv[1] + "/src/replay.c"
 s = open(p).read()
 hdr = '''#include <stdio.h>
-static unsigned long long pd_ns[12], pd_n[12];
+static unsigned long long pd_ns[12], pd_n[12], pd_nodes, pd_bytes, pd_recs;
 static const char *pd_name[12] = {"pick_plain","pick_upd","var_inst","plain_upd_loop","u_loop1","u_drv","u_apply","launch_ops_total","upload","stage_fork","driver_launch","after"};
 #define PD_T0 uint64_t pd_t0_ = cg_now_ns()
 #define PD_ADD(k) do { uint64_t pd_t1_ = cg_now_ns(); if (atomic_load_explicit(&cg_hot.timing, memory_order_relaxed) == 2) { pd_ns[k] += pd_t1_ - pd_t0_; pd_n[k]++; } pd_t0_ = pd_t1_; } while (0)
@@ -28,7 +29,7 @@ __attribute__((destructor)) static void pd_report(void)
 	fprintf(stderr, "PICKDIAG clock %.1f ns", (double)(cg_now_ns() - a) / 100000);
 	for (int i = 0; i < 12; i++)
 		fprintf(stderr, " %s=%.3fms/%llu", pd_name[i], pd_ns[i] / 1e6, pd_n[i]);
-	fprintf(stderr, "\\n");
+	fprintf(stderr, " u_nodes=%llu u_bytes=%llu u_recs=%llu\\n", pd_nodes, pd_bytes, pd_recs);
 }
 '''
 s = s.replace('#define CG_MAX_VARIANTS 16', hdr + '#define CG_MAX_VARIANTS 16', 1)
@@ -74,6 +75,16 @@ rep('''			return NULL;
 	PD_ADD(3);
 	return best;
 }''')
+rep('''		uint32_t from;
+		while (from = g->ub[k]->nrec,''', '''		if (atomic_load_explicit(&cg_hot.timing, memory_order_relaxed) == 2) {
+			pd_nodes++;
+			pd_bytes += nb;
+		}
+		uint32_t from;
+		while (from = g->ub[k]->nrec,''')
+rep('''		sent[i][0] = copyk ? 0 : (uint32_t)k << 16 | from;''', '''		if (atomic_load_explicit(&cg_hot.timing, memory_order_relaxed) == 2)
+			pd_recs += g->ub[k]->nrec - from;
+		sent[i][0] = copyk ? 0 : (uint32_t)k << 16 | from;''')
 # the two picks as a whole, and the launch's parts
 rep('''	uint64_t c0 = cg_cost_start();
 	struct cg_variant *v = cg_pick_variant(g, t, ops, dirty);
