@@ -7,7 +7,7 @@ with and without updaters, a variant's instantiation, the updaters' loop
 over the nodes (u_loop1; u_nodes compared, u_bytes of parameters, u_recs
 records written), their driver calls (u_drv), the records applied
 to the values kept (u_apply), the driver's launch; and the cost of a clock
-read. For a diagnostic build only: the timers cost two clock reads each.
+read. For a diagnostic build only: the timers cost a clock read each.
 
     mkdir /tmp/pd && git ls-files | tar cf - -T - | tar xf - -C /tmp/pd
     python3 scripts/probes/pick_split.py /tmp/pd
