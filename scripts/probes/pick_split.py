@@ -19,8 +19,9 @@ s = open(p).read()
 hdr = '''#include <stdio.h>
 static unsigned long long pd_ns[12], pd_n[12], pd_nodes, pd_bytes, pd_recs;
 static const char *pd_name[12] = {"pick_plain","pick_upd","var_inst","plain_upd_loop","u_loop1","u_drv","u_apply","launch_ops_total","upload","stage_fork","driver_launch","after"};
+#define PD_ON (atomic_load_explicit(&cg_hot.timing, memory_order_relaxed) == 2)
 #define PD_T0 uint64_t pd_t0_ = cg_now_ns()
-#define PD_ADD(k) do { uint64_t pd_t1_ = cg_now_ns(); if (atomic_load_explicit(&cg_hot.timing, memory_order_relaxed) == 2) { pd_ns[k] += pd_t1_ - pd_t0_; pd_n[k]++; } pd_t0_ = pd_t1_; } while (0)
+#define PD_ADD(k) do { uint64_t pd_t1_ = cg_now_ns(); if (PD_ON) { pd_ns[k] += pd_t1_ - pd_t0_; pd_n[k]++; } pd_t0_ = pd_t1_; } while (0)
 __attribute__((destructor)) static void pd_report(void)
 {
 	uint64_t a = cg_now_ns();
@@ -76,13 +77,13 @@ rep('''			return NULL;
 	return best;
 }''')
 rep('''		uint32_t from;
-		while (from = g->ub[k]->nrec,''', '''		if (atomic_load_explicit(&cg_hot.timing, memory_order_relaxed) == 2) {
+		while (from = g->ub[k]->nrec,''', '''		if (PD_ON) {
 			pd_nodes++;
 			pd_bytes += nb;
 		}
 		uint32_t from;
 		while (from = g->ub[k]->nrec,''')
-rep('''		sent[i][0] = copyk ? 0 : (uint32_t)k << 16 | from;''', '''		if (atomic_load_explicit(&cg_hot.timing, memory_order_relaxed) == 2)
+rep('''		sent[i][0] = copyk ? 0 : (uint32_t)k << 16 | from;''', '''		if (PD_ON)
 			pd_recs += g->ub[k]->nrec - from;
 		sent[i][0] = copyk ? 0 : (uint32_t)k << 16 | from;''')
 # the two picks as a whole, and the launch's parts
