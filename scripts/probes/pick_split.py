@@ -88,12 +88,11 @@ rep('''		sent[i][0] = copyk ? 0 : (uint32_t)k << 16 | from;''', '''		if (PD_ON)
 		sent[i][0] = copyk ? 0 : (uint32_t)k << 16 | from;''')
 # the two picks as a whole, and the launch's parts
 rep('''	uint64_t c0 = cg_cost_start();
-	struct cg_variant *v = cg_pick_variant(g, t, ops, dirty);
-	cg_cost_stop(CG_COST_PICK, c0);''', '''	PD_T0;
+	struct cg_variant *v = cg_pick_variant(''', '''	PD_T0;
 	uint64_t pd_s = pd_t0_;
 	uint64_t c0 = cg_cost_start();
-	struct cg_variant *v = cg_pick_variant(g, t, ops, dirty);
-	cg_cost_stop(CG_COST_PICK, c0);
+	struct cg_variant *v = cg_pick_variant(''')
+rep('''	cg_cost_stop(CG_COST_PICK, c0);''', '''	cg_cost_stop(CG_COST_PICK, c0);
 	PD_ADD(g->nupd ? 1 : 0);''')
 rep('''	int ready = v && (!g->nupd || v->uploaded)''', '''	PD_ADD(8);
 	int ready = v && (!g->nupd || v->uploaded)''')
