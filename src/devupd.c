@@ -136,74 +136,17 @@ static inline size_t cg_upd_skip_same(const uint8_t *a, const uint8_t *b, size_t
 	return i;
 }
 
-/* log2 of the bytes of a mark of cg_upd_marks for n bytes: 8, or more
- * where 64 marks of 8 do not cover them. */
-static inline unsigned cg_upd_mark_shift(size_t n)
-{
-	unsigned s = 3;
-	while (n > (size_t)64 << s)
-		s++;
-	return s;
-}
-
-uint64_t cg_upd_marks(const uint8_t *a, const uint8_t *b, size_t n)
-{
-	unsigned s = cg_upd_mark_shift(n);
-	uint64_t m = 0;
-	size_t i = 0;
-#ifdef CG_UPD_SSE2
-	/* 64 bytes a turn; in a block that differs, its differing words. */
-	for (size_t end = n & ~(size_t)63; i < end; i += 64) {
-		__m128i e0 = cg_upd_eq16(a + i, b + i), e1 = cg_upd_eq16(a + i + 16, b + i + 16);
-		__m128i e2 = cg_upd_eq16(a + i + 32, b + i + 32), e3 = cg_upd_eq16(a + i + 48, b + i + 48);
-		if (_mm_movemask_epi8(_mm_and_si128(_mm_and_si128(e0, e2), _mm_and_si128(e1, e3))) == 0xffff)
-			continue;
-		/* Bit k set where byte i + k differs, then bit 8w where a byte of word w does. */
-		uint64_t d = ~((uint64_t)_mm_movemask_epi8(e0) | (uint64_t)_mm_movemask_epi8(e1) << 16 |
-			       (uint64_t)_mm_movemask_epi8(e2) << 32 | (uint64_t)_mm_movemask_epi8(e3) << 48);
-		d |= d >> 4;
-		d |= d >> 2;
-		d |= d >> 1;
-		for (d &= 0x0101010101010101ull; d; d &= d - 1)
-			m |= 1ull << ((i + (size_t)__builtin_ctzll(d)) >> s);
-	}
-#endif
-	for (; i < n; i += 8)
-		if (!cg_upd_same(a + i, b + i, n - i < 8 ? n - i : 8))
-			m |= 1ull << (i >> s);
-	return m;
-}
-
-/* From i, a multiple of 8 from the start of n bytes at at in cgraft's
- * bytes, the first word that has a byte in a stretch marks marks (as
- * cg_upd_marks marks, s its shift); n where none has. */
-static inline size_t cg_upd_next_marked(uint64_t marks, unsigned s, size_t at, size_t i, size_t n)
-{
-	uint64_t r = marks & (~0ull << ((at + i) >> s));
-	if (!r)
-		return n;
-	size_t b = (size_t)__builtin_ctzll(r) << s; /* the stretch's first byte in cgraft's bytes */
-	if (b <= at + i)
-		return i;
-	return b - at < n ? (b - at) & ~(size_t)7 : n;
-}
-
 /* Records for the differing 8-byte-word runs of n bytes that lie at off in
- * the kernel's parameter buffer and at at_bytes in cgraft's bytes; marks
- * (shift s) as cg_upd_add's. */
+ * the kernel's parameter buffer and at at_bytes in cgraft's bytes. */
 static int cg_upd_runs(struct cg_upd *u, uint64_t node, const uint8_t *old, const uint8_t *new, size_t n,
-		       uint32_t off, size_t at_bytes, uint64_t marks, unsigned s, uint32_t *first)
+		       uint32_t off, size_t at_bytes, uint32_t *first)
 {
 	const size_t maxrec = sizeof u->rec / sizeof u->rec[0];
 	for (size_t i = 0; i < n;) {
-		/* The next differing word, where there is one: past the
-		 * stretches not marked, or the blocks found the same. */
+		i = cg_upd_skip_same(old, new, i, n);
+		/* The next differing word, where there is one. */
 		size_t w = 0;
 		while (i < n) {
-			i = marks == CG_UPD_UNMARKED ? cg_upd_skip_same(old, new, i, n)
-						     : cg_upd_next_marked(marks, s, at_bytes, i, n);
-			if (i >= n)
-				break;
 			w = n - i < 8 ? n - i : 8;
 			if (!cg_upd_same(old + i, new + i, w))
 				break;
@@ -238,17 +181,16 @@ static int cg_upd_runs(struct cg_upd *u, uint64_t node, const uint8_t *old, cons
 }
 
 int cg_upd_add(struct cg_upd *u, uint64_t node, const uint8_t *old, const uint8_t *new, const struct cg_kinfo *ki,
-	       size_t n, const uint32_t *grid, uint64_t marks)
+	       size_t n, const uint32_t *grid)
 {
 	uint32_t nrec = u->nrec, ndata = u->ndata, first = CG_UPD_FIRST;
-	unsigned s = cg_upd_mark_shift(n);
 	int rc = 0;
 	if (!ki || ki->dense) {
-		rc = cg_upd_runs(u, node, old, new, n, 0, 0, marks, s, &first);
+		rc = cg_upd_runs(u, node, old, new, n, 0, 0, &first);
 	} else {
 		size_t at = 0;
 		for (uint32_t i = 0; i < ki->nparams && !rc; i++) {
-			rc = cg_upd_runs(u, node, old + at, new + at, ki->size[i], ki->off[i], at, marks, s, &first);
+			rc = cg_upd_runs(u, node, old + at, new + at, ki->size[i], ki->off[i], at, &first);
 			at += ki->size[i];
 		}
 	}

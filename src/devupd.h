@@ -60,28 +60,17 @@ static inline void cg_upd_clear(struct cg_upd *u)
 {
 	u->nrec = u->ndata = 0;
 }
-/* Where n bytes at a and at b differ: bit k set where they may differ in
- * the k-th stretch of 8 bytes (of more where n exceeds 512: the smallest
- * power of two that 64 stretches cover n with), clear where they are the
- * same. Found when a held op is written, while both are in cache, so that
- * the pick reads only the marked stretches (cg_upd_add). */
-uint64_t cg_upd_marks(const uint8_t *a, const uint8_t *b, size_t n) CG_HIDDEN;
-/* Marks that mark every stretch: nothing known. */
-#define CG_UPD_UNMARKED (~0ull)
-
 /* Adds what takes a node from old to new parameter bytes and, where grid is
  * not NULL, to that grid: runs of differing 8-byte words of each parameter,
  * at the parameter's place in the kernel's buffer. The bytes are cgraft's
  * (op.h): the parameters one after another as ki sizes them, or, ki NULL,
  * the kernel's buffer itself (n bytes), as they are where ki is dense: then
- * the runs are the buffer's, across its parameters. marks: cg_upd_marks of
- * old and new, or marks that are a superset of them (CG_UPD_UNMARKED): only
- * words with a byte in a marked stretch are compared. The node's records
- * are u's from its nrec before the call to its nrec after (none: the same
- * values and grid). 0, or -ENOSPC when the largest blob cannot hold it: u
- * is then as before. */
+ * the runs are the buffer's, across its parameters. The node's records are
+ * u's from its nrec before the call to its nrec after (none: the same values
+ * and grid). 0, or -ENOSPC when the largest blob cannot hold it: u is then
+ * as before. */
 int cg_upd_add(struct cg_upd *u, uint64_t node, const uint8_t *old, const uint8_t *new, const struct cg_kinfo *ki,
-	       size_t n, const uint32_t *grid, uint64_t marks) CG_HIDDEN;
+	       size_t n, const uint32_t *grid) CG_HIDDEN;
 /* Copies the bytes of records from to to - 1, one node's (cg_upd_add), from
  * new to old, cgraft's bytes as cg_upd_add had them: old then holds new's
  * values, where they differed and nowhere else. */

@@ -23,7 +23,6 @@
 #include <string.h>
 
 #include "backend.h"
-#include "devupd.h"
 #include "engine.h"
 #include "lock.h"
 #include "log.h"
@@ -92,7 +91,6 @@ static struct {
 	uint32_t expect_n;
 	struct cg_tmpl *expect_src;  /* the template dirty[] was found against */
 	const struct cg_op *expect_vals; /* its values the launch is expected to carry */
-	int expect_marks;            /* its graph has updaters: held ops' changes are marked */
 	/* The deferral: held ops, which differ from what the graph expects,
 	 * the templates they match so far. */
 	struct cg_seg held;
@@ -105,7 +103,6 @@ static struct {
 	uint64_t segno;
 	pthread_t owner_thread;
 	uint8_t *dirty;
-	uint64_t *marks;             /* per held op where dirty: cg_upd_marks against expect_vals */
 	uint8_t *lazy;               /* held ops not written out: lazy_src's op with its expected values */
 	size_t dirty_cap;
 	size_t nwritten;             /* held ops written out; the others are lazy */
@@ -1384,7 +1381,6 @@ static int cg_launch(struct cg_tmpl *t, size_t at, struct cg_wait *wait)
 		cg_held_materialize();
 	struct cg_launch l = { .ops = E.held.ops + at,
 			       .dirty = E.expect_src == t && !at ? E.dirty : NULL,
-			       .marks = E.marks,
 			       .epoch = E.epoch,
 			       .thread = &cg_self };
 	uint64_t t0 = E.timing ? cg_now_ns() : 0, c0 = cg_cost_start();
@@ -1522,14 +1518,11 @@ static int cg_dirty_grow(size_t n)
 	while (cap < n)
 		cap *= 2;
 	uint8_t *d = realloc(E.dirty, cap), *z = d ? realloc(E.lazy, cap) : NULL;
-	uint64_t *m = z ? realloc(E.marks, cap * sizeof *m) : NULL;
 	if (d)
 		E.dirty = d;
-	if (z)
-		E.lazy = z;
-	if (!m)
+	if (!z)
 		return -ENOMEM;
-	E.marks = m;
+	E.lazy = z;
 	E.dirty_cap = cap;
 	return 0;
 }
@@ -1573,7 +1566,6 @@ static void cg_timer_wake(void);
 static inline void cg_held_written(size_t pos, int dirty)
 {
 	E.dirty[pos] = (uint8_t)dirty;
-	E.marks[pos] = CG_UPD_UNMARKED;
 	E.lazy[pos] = 0;
 	E.nwritten++;
 	E.held.ops[pos].shape = E.cand[0]->ops[pos].shape; /* one shape, which the candidates share */
@@ -1706,10 +1698,6 @@ static __attribute__((noinline)) int cg_hold_values(struct cg_op *op, struct cg_
 		return 0;
 	}
 	cg_held_written(pos, 1); /* t is E.cand[0] */
-	/* Where they differ, found while both are in cache: the pick then
-	 * reads only there. */
-	if (E.expect_marks)
-		E.marks[pos] = cg_upd_marks(v->u.k.params, E.held.ops[pos].u.k.params, v->nbytes);
 	return cg_fast_hold_at(t, pos);
 }
 
@@ -1871,7 +1859,6 @@ static int cg_try_start(struct cg_op *op, struct cg_wait *wait)
 	E.expect_src = E.cand[0];
 	E.expect_n = E.cand[0]->n <= UINT32_MAX ? (uint32_t)E.cand[0]->n : 0;
 	E.expect_vals = cg_graph_expect(E.cand[0], 0);
-	E.expect_marks = cg_graph_has_updaters(E.cand[0]);
 	E.lazy_src = E.cand[0];
 	E.timing = cg_tmpl_wants_timing(E.cand[0]);
 	E.defer_ns = 0;

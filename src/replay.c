@@ -875,7 +875,7 @@ static int cg_upd_need(const struct cg_graph *g, const struct cg_tmpl *t, const 
 			continue;
 		const uint32_t *grid = memcmp(was->u.k.grid, o->u.k.grid, sizeof o->u.k.grid) ? o->u.k.grid : NULL;
 		while (cg_upd_add(u, i + 1, was->u.k.params, o->u.k.params,
-				  o->flags & CG_F_PACKED ? NULL : o->u.k.ki, o->nbytes, grid, CG_UPD_UNMARKED)) {
+				  o->flags & CG_F_PACKED ? NULL : o->u.k.ki, o->nbytes, grid)) {
 			if (!u->nrec || ++k > CG_UPD_CHAIN) {
 				k = CG_UPD_CHAIN + 1; /* more than one blob a node, or than the chain */
 				break;
@@ -1006,11 +1006,6 @@ const struct cg_op *cg_graph_expect(const struct cg_tmpl *t, size_t i)
 	return &g->var[g->predict].vals[i];
 }
 
-int cg_graph_has_updaters(const struct cg_tmpl *t)
-{
-	return t->g->nupd > 0;
-}
-
 typedef int (*cg_op_touch_fn)(const struct cg_op *op, const void *p, size_t n);
 
 static int cg_ops_touch(const struct cg_op *ops, size_t k, cg_op_touch_fn f, const void *p, size_t n)
@@ -1128,10 +1123,9 @@ static int cg_recurring(struct cg_graph *g, uint64_t key)
  * device-updatable (a node's changes all in one blob, the blobs filled in
  * turn), the other nodes from the host. NULL when the changes could not be
  * given (too many for the updaters, a call refused): the exec's nodes then
- * hold what they held. marks: per op, where its parameters may differ from
- * the exec's (struct cg_launch), or NULL. */
+ * hold what they held. */
 static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tmpl *t, const struct cg_op *ops,
-					  const uint8_t *dirty, const uint64_t *marks)
+					  const uint8_t *dirty)
 {
 	struct cg_variant *v = &g->var[0];
 	/* Per node, the changes sent: its updater and first record
@@ -1172,7 +1166,6 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
 		const uint8_t *pa, *pb;
 		const struct cg_kinfo *ki = NULL;
 		const uint32_t *grid = NULL;
-		uint64_t m = CG_UPD_UNMARKED;
 		size_t nb;
 		if (copyk) {
 			cg_copy_args_of(g, was, &ca);
@@ -1189,11 +1182,9 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
 			nb = o->nbytes;
 			if (memcmp(was->u.k.grid, o->u.k.grid, sizeof o->u.k.grid))
 				grid = o->u.k.grid;
-			if (marks)
-				m = marks[i];
 		}
 		uint32_t from;
-		while (from = g->ub[k]->nrec, cg_upd_add(g->ub[k], g->devnode[i], pa, pb, ki, nb, grid, m)) {
+		while (from = g->ub[k]->nrec, cg_upd_add(g->ub[k], g->devnode[i], pa, pb, ki, nb, grid)) {
 			if (!g->ub[k]->nrec || k + 1 == g->nupd || cg_upd_scratch(g, k + 1)) {
 				/* More updaters take more nodes, not a node's
 				 * changes past one blob. */
@@ -1261,10 +1252,10 @@ static struct cg_variant *cg_pick_updated(struct cg_graph *g, const struct cg_tm
  * changed, else the closest; a new one when the stable values recur; the
  * rest is updated node by node. NULL when an update failed. */
 static struct cg_variant *cg_pick_variant(struct cg_graph *g, const struct cg_tmpl *t, const struct cg_op *ops,
-					  const uint8_t *dirty, const uint64_t *marks)
+					  const uint8_t *dirty)
 {
 	if (g->nupd)
-		return g->upd_lost ? NULL : cg_pick_updated(g, t, ops, dirty, marks);
+		return g->upd_lost ? NULL : cg_pick_updated(g, t, ops, dirty);
 	const struct cg_vals vals = { ops, dirty, &g->var[g->predict] };
 	int any = 0;
 	for (size_t i = 0; i < t->n; i++)
@@ -1362,8 +1353,7 @@ static int cg_fork(struct cg_graph *g, const struct cg_launch *l)
 	return 0;
 }
 
-static int cg_graph_launch_ops(struct cg_tmpl *t, struct cg_launch *l, const struct cg_op *ops, uint8_t *dirty,
-			       const uint64_t *marks);
+static int cg_graph_launch_ops(struct cg_tmpl *t, struct cg_launch *l, const struct cg_op *ops, uint8_t *dirty);
 
 /* Launches t for ops (every one written), building its graph again first
  * where that is due (cg_graph_rebuild): the new graph holds ops' values. */
@@ -1375,7 +1365,7 @@ static int cg_graph_launch_due(struct cg_tmpl *t, struct cg_launch *l, const str
 	struct cg_graph *ng = (g->upgrade || g->downgrade) && !t->pins ? cg_graph_rebuild(t, ops) : NULL;
 	cg_cost_stop(CG_COST_REBUILD, c0);
 	if (!ng)
-		return cg_graph_launch_ops(t, l, ops, dirty, NULL);
+		return cg_graph_launch_ops(t, l, ops, dirty);
 	if (t->rebuilds < CG_UNTIMED_REBUILDS) {
 		t->rebuilds++;
 		t->rebuilt = 1;
@@ -1384,7 +1374,7 @@ static int cg_graph_launch_due(struct cg_tmpl *t, struct cg_launch *l, const str
 	for (size_t i = 0; i < t->n; i++)
 		dirty_new[i] = !cg_op_same_values(&ng->var[0].vals[i], &ops[i]);
 	t->g = ng;
-	int rc = cg_graph_launch_ops(t, l, ops, dirty_new, NULL);
+	int rc = cg_graph_launch_ops(t, l, ops, dirty_new);
 	cg_graph_destroy(g);
 	return rc;
 }
@@ -1424,7 +1414,7 @@ int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l)
 			 "with an updater before it is judged", t->n);
 	}
 	if (cg_likely(!g->upgrade && !g->downgrade)) {
-		int rc = cg_graph_launch_ops(t, l, l->ops, dirty, l->dirty ? l->marks : NULL);
+		int rc = cg_graph_launch_ops(t, l, l->ops, dirty);
 		if (!rc || !(t->g->downgrade || t->g->upgrade))
 			return rc;
 	}
@@ -1443,12 +1433,11 @@ int cg_graph_launch(struct cg_tmpl *t, struct cg_launch *l)
 	return rc;
 }
 
-static int cg_graph_launch_ops(struct cg_tmpl *t, struct cg_launch *l, const struct cg_op *ops, uint8_t *dirty,
-			       const uint64_t *marks)
+static int cg_graph_launch_ops(struct cg_tmpl *t, struct cg_launch *l, const struct cg_op *ops, uint8_t *dirty)
 {
 	struct cg_graph *g = t->g;
 	uint64_t c0 = cg_cost_start();
-	struct cg_variant *v = cg_pick_variant(g, t, ops, dirty, marks);
+	struct cg_variant *v = cg_pick_variant(g, t, ops, dirty);
 	cg_cost_stop(CG_COST_PICK, c0);
 	CUstream ls = g->dag.streams[0];
 	/* An exec whose updater changes its nodes is uploaded before its launch. */

@@ -19,9 +19,6 @@ void cg_graph_destroy(struct cg_graph *g) CG_HIDDEN;
 void cg_graph_abandon(struct cg_graph *g) CG_HIDDEN;
 /* The op whose values the next launch of t is expected to carry at i. */
 const struct cg_op *cg_graph_expect(const struct cg_tmpl *t, size_t i) CG_HIDDEN;
-/* Whether t's graph gives its kernel nodes their changes through updaters
- * (the pick then reads the marks of struct cg_launch). */
-int cg_graph_has_updaters(const struct cg_tmpl *t) CG_HIDDEN;
 /* Whether a kernel of t, as recorded or in a variant, is given an address
  * in [p, p + n). */
 int cg_graph_reaches(const struct cg_tmpl *t, const void *p, size_t n) CG_HIDDEN;
@@ -37,9 +34,6 @@ int cg_copy_is_kernel(const struct cg_op *op) CG_HIDDEN;
 struct cg_launch {
 	const struct cg_op *ops;  /* the held ops, n == t->n */
 	const uint8_t *dirty;     /* per op: values differ from cg_graph_expect(); NULL: unknown */
-	/* per op where dirty: cg_upd_marks of its parameters and
-	 * cg_graph_expect()'s, or a superset; NULL: unknown */
-	const uint64_t *marks;
 	uint64_t epoch;           /* work enqueued outside cgraft's replays so far */
 	const void *thread;       /* the launching thread's token: its per-thread stream */
 	CUevent wait;             /* out: for a read-back, the event the host then waits for */

@@ -3,10 +3,7 @@
  * the kernel's layout with its padding, from the old values to the new, and
  * no byte else; a blob too large for the updater is refused whole. A
  * node's records, applied to cgraft's own bytes (cg_upd_apply), take them
- * to the new ones, writing where they differ and nowhere else. Marks
- * (cg_upd_marks) are clear exactly where the bytes are the same, and
- * records found with them, or with any superset of them, are the records
- * found without. */
+ * to the new ones, writing where they differ and nowhere else. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -56,47 +53,18 @@ static void apply(const uint8_t *blob, struct node *nodes, int nnodes)
 	}
 }
 
-static struct cg_upd u, was;
-
-/* cg_upd_marks of n bytes: bit i set exactly where the i-th stretch (8
- * bytes, or the smallest power of two 64 of which cover n) differs. */
-static uint64_t marks_checked(const uint8_t *old, const uint8_t *new, size_t n)
-{
-	size_t len = 8;
-	while (64 * len < n)
-		len *= 2;
-	uint64_t m = cg_upd_marks(old, new, n);
-	for (size_t i = 0; i < 64; i++) {
-		size_t at = i * len, w = at >= n ? 0 : n - at < len ? n - at : len;
-		assert_int_equal(m >> i & 1, w && memcmp(old + at, new + at, w) != 0);
-	}
-	return m;
-}
+static struct cg_upd u;
 
 /* cg_upd_add, and its records applied to cgraft's bytes as the pick keeps
  * them: old becomes new, and bytes in no record are not written (a buffer
- * of junk keeps them). The records are the same found with the bytes'
- * marks, and with marks set where the bytes are the same. */
+ * of junk keeps them). */
 static int add_checked(uint64_t node, const uint8_t *old, const uint8_t *new, const struct cg_kinfo *k, size_t n,
 		       const uint32_t *grid)
 {
 	uint8_t kept[4096], junk[4096], mask[4096] = { 0 };
 	assert_true(n <= sizeof kept);
 	uint32_t from = u.nrec;
-	uint64_t marks = marks_checked(old, new, n);
-	memcpy(&was, &u, sizeof u);
-	int rc = cg_upd_add(&u, node, old, new, k, n, grid, CG_UPD_UNMARKED);
-	for (int extra = 0; extra < 2; extra++) {
-		static struct cg_upd m;
-		memcpy(&m, &was, sizeof m);
-		uint64_t more = extra ? (uint64_t)rand() << 33 ^ (uint64_t)rand() << 11 ^ (uint64_t)rand() : 0;
-		assert_int_equal(cg_upd_add(&m, node, old, new, k, n, grid, marks | more), rc);
-		assert_int_equal(m.nrec, u.nrec);
-		assert_int_equal(m.ndata, u.ndata);
-		assert_memory_equal(m.rec, u.rec, u.nrec * sizeof u.rec[0]);
-		assert_memory_equal(m.at, u.at, u.nrec * sizeof u.at[0]);
-		assert_memory_equal(m.data, u.data, u.ndata);
-	}
+	int rc = cg_upd_add(&u, node, old, new, k, n, grid);
 	if (rc)
 		return rc;
 	memcpy(kept, old, n);
@@ -274,8 +242,7 @@ static void test_full(void **state)
 		k++;
 	assert_true(k >= 6);
 	uint32_t nrec = u.nrec, ndata = u.ndata;
-	assert_int_equal(cg_upd_add(&u, 99, a, b, NULL, sizeof a, NULL, CG_UPD_UNMARKED), -ENOSPC);
-	assert_int_equal(cg_upd_add(&u, 99, a, b, NULL, sizeof a, NULL, cg_upd_marks(a, b, sizeof a)), -ENOSPC);
+	assert_int_equal(cg_upd_add(&u, 99, a, b, NULL, sizeof a, NULL), -ENOSPC);
 	assert_int_equal(u.nrec, nrec);
 	assert_int_equal(u.ndata, ndata);
 	uint8_t blob[CG_UPD_MAX];
